@@ -1,0 +1,100 @@
+#!/usr/bin/env node
+// CPU benchmark (issue: the spine). A random-weight Qwen3-0.6B-shaped bf16 checkpoint (made on first use by
+// scripts/random-checkpoint.mjs, 1.2 GB, not committed); decode tok/s at batch 1 and 8; prefill tok/s for a
+// 512-token prompt; and, in the same run, the machine's memory read bandwidth and the decode limit it implies
+// (weight bytes read per token / bandwidth). Prints a table and one JSON line; medians of --runs runs.
+//
+//   npm run build && node bench/cpu.mjs [--threads 2] [--runs 3] [--tokens 64]
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+import { Engine } from '../dist/index.js';
+import { writeRandomCheckpoint } from '../scripts/random-checkpoint.mjs';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const { values } = parseArgs({
+  options: {
+    threads: { type: 'string', default: '2' },
+    runs: { type: 'string', default: '3' },
+    tokens: { type: 'string', default: '64' },
+    shape: { type: 'string', default: 'qwen3-0.6b' },
+  },
+});
+const threads = Number(values.threads), runs = Number(values.runs), newTokens = Number(values.tokens);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+// 1. The checkpoint.
+const dir = join(root, 'bench/checkpoints', `${values.shape}-bf16`);
+if (!existsSync(join(dir, 'model.safetensors'))) {
+  mkdirSync(dir, { recursive: true });
+  console.error(`making ${dir} (random weights)...`);
+  writeRandomCheckpoint(dir, values.shape, { dtype: 'bfloat16' });
+}
+
+// 2. Memory read bandwidth, measured now, on the same threads.
+const cache = join(root, 'bench/.cache');
+mkdirSync(cache, { recursive: true });
+const membw = join(cache, 'membw');
+execFileSync('cc', ['-O2', '-mavx2', '-pthread', join(root, 'bench/membw.c'), '-o', membw]);
+const bw = JSON.parse(execFileSync(membw, [String(threads)]).toString());
+
+// 3. The engine.
+const engine = await Engine.load(dir, { device: 'cpu', threads, maxContext: 2048 });
+const info = engine.modelInfo;
+// Bytes a decode step must read: every weight matrix once, the embedding row aside (the tied lm_head reads it all).
+const bytesPerToken = info.weightBytes;
+const limit = (bw.readGBs * 1e9) / bytesPerToken;
+
+const vocab = info.vocabSize;
+const prompt = (n, salt) => Array.from({ length: n }, (_, i) => (i * 7919 + salt * 104729) % (vocab - 10) + 5);
+
+async function decode(batch) {
+  const gens = Array.from({ length: batch }, (_, b) =>
+    engine.generate({ tokens: prompt(16, b + 1) }, { maxTokens: newTokens, stopTokenIds: [] }));
+  const results = await Promise.all(gens);
+  // Steady-state decode: from the last first-token to the first finish, all requests decode together.
+  const ms = Math.min(...results.map((r) => r.timings.decodeMs));
+  return (batch * (newTokens - 1)) / (ms / 1000);
+}
+
+async function prefill(n) {
+  const r = await engine.generate({ tokens: prompt(n, 99) }, { maxTokens: 1, stopTokenIds: [] });
+  return n / (r.timings.prefillMs / 1000);
+}
+
+await decode(1); // warm-up: page in the weights, spin up the pool
+const rows = { decode1: [], decode8: [], prefill512: [] };
+for (let i = 0; i < runs; i++) {
+  rows.decode1.push(await decode(1));
+  rows.decode8.push(await decode(8));
+  rows.prefill512.push(await prefill(512));
+}
+await engine.dispose();
+
+const out = {
+  date: new Date().toISOString().slice(0, 10),
+  machine: `${cpus()[0].model} (${cpus().length} cores)`,
+  commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root }).toString().trim(),
+  threads,
+  runs,
+  weightBytes: bytesPerToken,
+  readGBs: bw.readGBs,
+  limitTokS: +limit.toFixed(1),
+  decode1TokS: +median(rows.decode1).toFixed(2),
+  decode8TokS: +median(rows.decode8).toFixed(2),
+  prefill512TokS: +median(rows.prefill512).toFixed(1),
+  all: Object.fromEntries(Object.entries(rows).map(([k, v]) => [k, v.map((x) => +x.toFixed(2))])),
+};
+console.log(`| metric | value |
+| --- | --- |
+| read bandwidth (${threads} threads) | ${bw.readGBs} GB/s |
+| weight bytes per token | ${(bytesPerToken / 1e9).toFixed(3)} GB |
+| bandwidth limit, batch 1 | ${out.limitTokS} tok/s |
+| decode batch 1 | ${out.decode1TokS} tok/s (${((out.decode1TokS / limit) * 100).toFixed(0)}% of the limit) |
+| decode batch 8 | ${out.decode8TokS} tok/s |
+| prefill 512 | ${out.prefill512TokS} tok/s |`);
+console.log(JSON.stringify(out));

@@ -1,0 +1,28 @@
+{
+  # One addon: the Node-API binding plus the whole native engine (C++20). The CUDA backend is added later
+  # as a prebuilt fatbin embedded in the same library (see ../shared/DESIGN.md).
+  "targets": [
+    {
+      "target_name": "vtengine",
+      "sources": [
+        "<!@(node -p \"require('fs').readdirSync('binding').filter(f=>f.endsWith('.cpp')).map(f=>'binding/'+f).join(' ')\")",
+        "<!@(node -p \"require('fs').readdirSync('binding/workers').filter(f=>f.endsWith('.cpp')).map(f=>'binding/workers/'+f).join(' ')\")",
+        "<!@(node scripts/native-sources.mjs)"
+      ],
+      "include_dirs": [
+        "<!(node -p \"require('node-addon-api').include_dir\")",
+        "binding",
+        "cuda/include",
+        "cuda/src"
+      ],
+      "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED"],
+      "cflags!": ["-fno-exceptions"],
+      "cflags_cc!": ["-fno-exceptions", "-std=gnu++17", "-std=gnu++1y"],
+      "cflags_cc": ["-std=c++20", "-fexceptions", "-O3", "-fno-math-errno", "-Wall", "-Wno-unused-parameter"],
+      "ldflags": ["-pthread", "-ldl"],
+      "conditions": [
+        ["OS=='linux'", { "cflags_cc": ["-pthread", "-fvisibility=hidden"] }]
+      ]
+    }
+  ]
+}

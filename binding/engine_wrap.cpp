@@ -1,0 +1,154 @@
+#include "engine_wrap.h"
+
+#include <cmath>
+#include <vector>
+
+#include "errors.h"
+#include "workers/dispose_worker.h"
+
+namespace vtb {
+
+namespace {
+Napi::FunctionReference *constructor = nullptr;
+
+// Reads an optional number field; throws ERR_INVALID_OPTION on a present non-number.
+double num(Napi::Env env, Napi::Object o, const char *key, double fallback) {
+  Napi::Value v = o.Get(key);
+  if (v.IsUndefined() || v.IsNull()) return fallback;
+  if (!v.IsNumber()) throw code_error(env, "ERR_INVALID_OPTION", std::string(key) + " must be a number");
+  return v.As<Napi::Number>().DoubleValue();
+}
+}  // namespace
+
+void EngineWrap::init(Napi::Env env, Napi::Object exports) {
+  Napi::Function cls = DefineClass(env, "NativeEngine",
+                                   {InstanceMethod("modelInfo", &EngineWrap::model_info), InstanceMethod("submit", &EngineWrap::submit),
+                                    InstanceMethod("abort", &EngineWrap::abort), InstanceMethod("stats", &EngineWrap::stats),
+                                    InstanceMethod("dispose", &EngineWrap::dispose)});
+  constructor = new Napi::FunctionReference(Napi::Persistent(cls));
+  env.SetInstanceData(constructor);
+}
+
+Napi::Object EngineWrap::create(Napi::Env env, vt_engine *engine, TokenStream *stream) {
+  Napi::Object obj = constructor->New({});
+  EngineWrap *w = EngineWrap::Unwrap(obj);
+  w->engine_ = engine;
+  w->stream_ = stream;
+  vt_engine_set_step_callback(engine, &TokenStream::on_step, stream);
+  return obj;
+}
+
+EngineWrap::EngineWrap(const Napi::CallbackInfo &info) : Napi::ObjectWrap<EngineWrap>(info) {}
+
+EngineWrap::~EngineWrap() {
+  // Garbage-collected without dispose(): stop the engine here (joins the step thread; it only queues events).
+  if (engine_) vt_engine_free(engine_);
+  if (stream_) stream_->release();
+}
+
+vt_engine *EngineWrap::live(Napi::Env env) {
+  if (!engine_) throw code_error(env, "ERR_DISPOSED", "the engine has been disposed");
+  return engine_;
+}
+
+Napi::Value EngineWrap::model_info(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  vt_model_info m{};
+  vt_engine_model_info(live(env), &m);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("architecture", m.architecture);
+  o.Set("device", m.device);
+  o.Set("vocabSize", m.vocab_size);
+  o.Set("hiddenSize", m.hidden_size);
+  o.Set("nLayers", m.n_layers);
+  o.Set("nHeads", m.n_heads);
+  o.Set("nKvHeads", m.n_kv_heads);
+  o.Set("headDim", m.head_dim);
+  o.Set("maxContext", m.max_context);
+  o.Set("maxPositionEmbeddings", m.max_position_embeddings);
+  o.Set("bosTokenId", m.bos_token_id);
+  Napi::Array eos = Napi::Array::New(env, m.n_eos);
+  for (int i = 0; i < m.n_eos; ++i) eos.Set(uint32_t(i), m.eos_token_ids[i]);
+  o.Set("eosTokenIds", eos);
+  o.Set("nParams", double(m.n_params));
+  o.Set("weightBytes", double(m.weight_bytes));
+  o.Set("dtype", m.dtype);
+  return o;
+}
+
+Napi::Value EngineWrap::submit(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  vt_engine *e = live(env);
+  if (info.Length() < 2 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array ||
+      !info[1].IsObject())
+    throw code_error(env, "ERR_INVALID_OPTION", "submit(tokens: Int32Array, params: object)");
+  Napi::Int32Array tokens = info[0].As<Napi::Int32Array>();
+  Napi::Object o = info[1].As<Napi::Object>();
+  vt_request_params p = vt_request_default_params();
+  p.max_tokens = int32_t(num(env, o, "maxTokens", p.max_tokens));
+  p.temperature = float(num(env, o, "temperature", p.temperature));
+  p.top_k = int32_t(num(env, o, "topK", p.top_k));
+  p.top_p = float(num(env, o, "topP", p.top_p));
+  p.min_p = float(num(env, o, "minP", p.min_p));
+  p.logprobs = int32_t(num(env, o, "logprobs", 0));
+  double seed = num(env, o, "seed", NAN);
+  if (!std::isnan(seed)) {
+    p.has_seed = 1;
+    p.seed = uint64_t(seed);
+  }
+  Napi::Value stop = o.Get("stopTokenIds");
+  if (stop.IsArray()) {
+    Napi::Array a = stop.As<Napi::Array>();
+    if (a.Length() > VT_MAX_STOP_IDS) throw code_error(env, "ERR_INVALID_OPTION", "at most 16 stop token ids");
+    p.n_stop_ids = int32_t(a.Length());
+    for (uint32_t i = 0; i < a.Length(); ++i) p.stop_ids[i] = a.Get(i).As<Napi::Number>().Int32Value();
+  }
+  uint64_t id = 0;
+  char err[1024] = {0};
+  vt_status st = vt_engine_submit(e, tokens.Data(), int32_t(tokens.ElementLength()), p, &id, err, sizeof err);
+  if (st != VT_OK) throw status_error(env, st, err);
+  stream_->request_started(env);
+  return Napi::Number::New(env, double(id));
+}
+
+Napi::Value EngineWrap::abort(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  vt_engine *e = live(env);
+  if (info.Length() < 1 || !info[0].IsNumber()) throw code_error(env, "ERR_INVALID_OPTION", "abort(id: number)");
+  vt_engine_abort(e, uint64_t(info[0].As<Napi::Number>().DoubleValue()));
+  return env.Undefined();
+}
+
+Napi::Value EngineWrap::stats(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  vt_engine_stats s{};
+  vt_engine_stats_get(live(env), &s);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("kvBlocksTotal", s.kv_blocks_total);
+  o.Set("kvBlocksUsed", s.kv_blocks_used);
+  o.Set("kvBlockSize", s.kv_block_size);
+  o.Set("kvCacheBytes", double(s.kv_cache_bytes));
+  o.Set("requestsWaiting", s.requests_waiting);
+  o.Set("requestsRunning", s.requests_running);
+  o.Set("steps", double(s.steps));
+  o.Set("tokensGenerated", double(s.tokens_generated));
+  o.Set("preemptions", double(s.preemptions));
+  return o;
+}
+
+Napi::Value EngineWrap::dispose(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  auto deferred = Napi::Promise::Deferred::New(env);
+  if (!engine_) {
+    deferred.Resolve(env.Undefined());
+    return deferred.Promise();
+  }
+  // Hand the engine and its stream to a worker: vt_engine_free joins the step thread, which may take a step's time.
+  auto *worker = new DisposeWorker(env, engine_, stream_, deferred);
+  engine_ = nullptr;
+  stream_ = nullptr;
+  worker->Queue();
+  return deferred.Promise();
+}
+
+}  // namespace vtb

@@ -1,0 +1,83 @@
+#include "token_stream.h"
+
+namespace vtb {
+
+TokenStream *TokenStream::create(Napi::Env env, Napi::Function on_step) {
+  auto *self = new TokenStream();
+  self->tsfn_ = Napi::ThreadSafeFunction::New(env, on_step, "vtengine.step", 0 /* unbounded: never block the step thread */, 1,
+                                              [](Napi::Env, TokenStream *s) { delete s; }, self);
+  self->tsfn_.Unref(env);
+  return self;
+}
+
+void TokenStream::on_step(const vt_step_event *events, int32_t n, void *user) {
+  auto *self = static_cast<TokenStream *>(user);
+  auto *batch = new Batch();
+  batch->events.assign(events, events + n);
+  batch->messages.resize(n);
+  for (int32_t i = 0; i < n; ++i) {
+    if (events[i].message) batch->messages[i] = events[i].message;
+    batch->events[i].message = nullptr;
+  }
+  napi_status st = self->tsfn_.NonBlockingCall(batch, [self](Napi::Env env, Napi::Function fn, Batch *b) { deliver(env, fn, self, b); });
+  if (st != napi_ok) delete batch;  // the environment is going away; nobody is left to tell
+}
+
+void TokenStream::deliver(Napi::Env env, Napi::Function fn, TokenStream *self, Batch *batch) {
+  if (env == nullptr || fn.IsEmpty()) {
+    delete batch;
+    return;
+  }
+  const size_t n = batch->events.size();
+  Napi::Array arr = Napi::Array::New(env, n);
+  int finished = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const vt_step_event &e = batch->events[i];
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("id", Napi::Number::New(env, double(e.request_id)));
+    o.Set("token", Napi::Number::New(env, e.token));
+    o.Set("finish", Napi::Number::New(env, e.finish));
+    if (e.token >= 0 && e.n_top > 0) {
+      o.Set("logprob", Napi::Number::New(env, e.logprob));
+      Napi::Array ids = Napi::Array::New(env, e.n_top), lps = Napi::Array::New(env, e.n_top);
+      for (int32_t k = 0; k < e.n_top; ++k) {
+        ids.Set(uint32_t(k), Napi::Number::New(env, e.top_ids[k]));
+        lps.Set(uint32_t(k), Napi::Number::New(env, e.top_logprobs[k]));
+      }
+      o.Set("topIds", ids);
+      o.Set("topLogprobs", lps);
+    }
+    if (e.finish != VT_FINISH_NONE) {
+      ++finished;
+      o.Set("promptTokens", Napi::Number::New(env, e.prompt_tokens));
+      o.Set("completionTokens", Napi::Number::New(env, e.completion_tokens));
+      if (!batch->messages[i].empty()) o.Set("message", Napi::String::New(env, batch->messages[i]));
+    }
+    arr.Set(uint32_t(i), o);
+  }
+  delete batch;
+  if (finished) self->requests_finished(env, finished);
+  fn.Call({arr});
+}
+
+void TokenStream::request_started(Napi::Env env) {
+  if (released_) return;
+  if (in_flight_++ == 0) tsfn_.Ref(env);
+}
+
+void TokenStream::requests_finished(Napi::Env env, int n) {
+  if (released_) return;
+  in_flight_ -= n;
+  if (in_flight_ <= 0) {
+    in_flight_ = 0;
+    tsfn_.Unref(env);
+  }
+}
+
+void TokenStream::release() {
+  if (released_) return;
+  released_ = true;
+  tsfn_.Release();
+}
+
+}  // namespace vtb

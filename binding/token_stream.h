@@ -1,0 +1,44 @@
+// The engine-level stream: ONE thread-safe function per engine carries every step's events, for all requests,
+// from the step thread to JS. It is unref'd while no request is in flight, so a forgotten engine never keeps
+// the process alive, and ref'd while one is.
+#pragma once
+
+#include <napi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vt_engine.h"
+
+namespace vtb {
+
+class TokenStream {
+ public:
+  static TokenStream *create(Napi::Env env, Napi::Function on_step);
+
+  // The vt_step_fn given to the engine; `user` is the TokenStream.
+  static void on_step(const vt_step_event *events, int32_t n, void *user);
+
+  // JS thread only: count requests so the stream holds the event loop exactly while work is pending.
+  void request_started(Napi::Env env);
+  void requests_finished(Napi::Env env, int n);
+
+  // Called once, after the engine (and so the step thread) is gone. The stream deletes itself once the
+  // events still queued have been delivered.
+  void release();
+
+ private:
+  struct Batch {
+    std::vector<vt_step_event> events;
+    std::vector<std::string> messages;  // owned copies of error messages, by event index
+  };
+  TokenStream() = default;
+  static void deliver(Napi::Env env, Napi::Function fn, TokenStream *self, Batch *batch);
+
+  Napi::ThreadSafeFunction tsfn_;
+  int64_t in_flight_ = 0;
+  bool released_ = false;
+};
+
+}  // namespace vtb

@@ -1,0 +1,168 @@
+/* vt_engine.h — the C ABI of the vtengine native engine.
+ *
+ * Style follows llama.h: opaque handles, params structs passed by value with *_default_params(),
+ * symmetric create/free, object_verb names, and every fallible call returns a vt_status with a
+ * human-readable message written into a caller-provided buffer. Nothing here aborts the process on
+ * bad input.
+ *
+ * Threading: an engine owns one step thread. vt_engine_submit / vt_engine_abort / vt_engine_stats may be
+ * called from any thread. The step callback runs on the step thread, once per step, with the tokens of
+ * every request that produced one in that step; it must copy what it needs and return quickly.
+ */
+#ifndef VT_ENGINE_H
+#define VT_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum vt_status {
+  VT_OK = 0,
+  VT_ERR_MODEL_NOT_FOUND = 1,     /* the checkpoint folder does not exist */
+  VT_ERR_BAD_CHECKPOINT = 2,      /* malformed config.json or safetensors header, inconsistent index */
+  VT_ERR_UNSUPPORTED_ARCH = 3,    /* config.json names an architecture we do not implement */
+  VT_ERR_UNSUPPORTED_DTYPE = 4,   /* a tensor dtype we cannot use */
+  VT_ERR_SHAPE_MISMATCH = 5,      /* a tensor's shape differs from what config.json implies */
+  VT_ERR_INVALID_OPTION = 6,      /* a params field is out of range */
+  VT_ERR_CONTEXT_OVERFLOW = 7,    /* prompt (+ max_tokens) does not fit max_context */
+  VT_ERR_OUT_OF_MEMORY = 8,       /* an allocation failed or would not fit */
+  VT_ERR_NO_GPU = 9,              /* device 'cuda' asked for and none is usable */
+  VT_ERR_CANCELLED = 10,          /* load cancelled through params.cancel */
+  VT_ERR_INTERNAL = 11,           /* a bug: please report */
+  VT_ERR_MISSING_FILE = 12,       /* a file the checkpoint needs (config.json, a shard) is absent */
+  VT_ERR_TRUNCATED_CHECKPOINT = 13 /* a tensor's bytes run past the end of its file */
+} vt_status;
+
+typedef enum vt_device { VT_DEVICE_AUTO = 0, VT_DEVICE_CPU = 1, VT_DEVICE_CUDA = 2 } vt_device;
+
+typedef enum vt_finish {
+  VT_FINISH_NONE = 0,    /* the request goes on */
+  VT_FINISH_EOS = 1,     /* it sampled one of its stop token ids */
+  VT_FINISH_LENGTH = 2,  /* max_tokens reached, or the context is full */
+  VT_FINISH_ABORT = 3,   /* vt_engine_abort */
+  VT_FINISH_ERROR = 4    /* the engine failed while running it; see vt_step_event.message */
+} vt_finish;
+
+typedef struct vt_engine vt_engine;
+
+/* Load progress: fraction in [0,1] and a short stage name ("mapping", "weights", "kv cache").
+ * Called on the loading thread. */
+typedef void (*vt_progress_fn)(float fraction, const char *stage, void *user);
+
+typedef struct vt_engine_params {
+  vt_device device;
+  int32_t n_threads;          /* CPU backend threads; 0 = number of online cores */
+  int32_t max_context;        /* tokens per sequence; 0 = min(config max_position_embeddings, 8192) */
+  int32_t max_seqs;           /* sequences scheduled in one step; 0 = 64 */
+  int32_t max_batch_tokens;   /* tokens in one step (decodes + prefill chunks); 0 = 512 */
+  int32_t kv_block_size;      /* tokens per KV block; 0 = 16 */
+  int64_t kv_cache_bytes;     /* KV pool size; 0 = room for max(max_context, 4096) tokens */
+  vt_progress_fn progress;
+  void *progress_user;
+  const volatile int32_t *cancel; /* optional: load stops with VT_ERR_CANCELLED when *cancel != 0 */
+} vt_engine_params;
+
+vt_engine_params vt_engine_default_params(void);
+
+/* A finished-loading engine's model facts. Strings are owned by the engine. */
+typedef struct vt_model_info {
+  const char *architecture;   /* e.g. "Qwen3ForCausalLM" */
+  const char *device;         /* "cpu" or "cuda" */
+  int32_t vocab_size;
+  int32_t hidden_size;
+  int32_t n_layers;
+  int32_t n_heads;
+  int32_t n_kv_heads;
+  int32_t head_dim;
+  int32_t max_context;        /* effective, after params */
+  int32_t max_position_embeddings;
+  int32_t bos_token_id;       /* -1 when none */
+  int32_t n_eos;              /* generation_config.json eos ids (or config.json's) */
+  int32_t eos_token_ids[8];
+  int64_t n_params;
+  int64_t weight_bytes;       /* bytes of all tensors the model uses */
+  const char *dtype;          /* dominant weight dtype: "bfloat16", "float16", "float32" */
+} vt_model_info;
+
+/* Loads a Hugging Face checkpoint folder. On failure *out is NULL and err holds the reason. */
+vt_status vt_engine_load(const char *dir, vt_engine_params params, vt_engine **out, char *err, size_t err_cap);
+
+/* Stops the step thread (finishing every live request with VT_FINISH_ABORT through the callback),
+ * then frees everything. Blocks until the step thread has exited. NULL is a no-op. */
+void vt_engine_free(vt_engine *engine);
+
+vt_status vt_engine_model_info(const vt_engine *engine, vt_model_info *out);
+
+/* ---- requests ---- */
+
+#define VT_MAX_TOP_LOGPROBS 20
+#define VT_MAX_STOP_IDS 16
+
+typedef struct vt_request_params {
+  int32_t max_tokens;         /* >= 1 */
+  float temperature;          /* 0 = greedy */
+  int32_t top_k;              /* 0 = off */
+  float top_p;                /* 1 = off */
+  float min_p;                /* 0 = off */
+  uint64_t seed;              /* used when has_seed; otherwise the engine draws one */
+  int32_t has_seed;
+  int32_t logprobs;           /* 0 = off; else report the sampled token's logprob and this many top ones */
+  int32_t n_stop_ids;         /* token ids that end the request (finish EOS); -1 = the model's eos ids */
+  int32_t stop_ids[VT_MAX_STOP_IDS];
+} vt_request_params;
+
+vt_request_params vt_request_default_params(void);
+
+/* One event per request per step. */
+typedef struct vt_step_event {
+  uint64_t request_id;
+  int32_t token;              /* -1 when the event only carries a finish (abort, error) */
+  int32_t finish;             /* vt_finish */
+  float logprob;              /* of `token`, when logprobs > 0 */
+  int32_t n_top;
+  int32_t top_ids[VT_MAX_TOP_LOGPROBS];
+  float top_logprobs[VT_MAX_TOP_LOGPROBS];
+  int32_t prompt_tokens;      /* set on the finishing event */
+  int32_t completion_tokens;  /* set on the finishing event */
+  const char *message;        /* VT_FINISH_ERROR only; valid during the callback */
+} vt_step_event;
+
+/* Called on the step thread with every event of one step. Events are valid only during the call. */
+typedef void (*vt_step_fn)(const vt_step_event *events, int32_t n_events, void *user);
+
+/* Installs the step callback. Call once, before the first submit. */
+vt_status vt_engine_set_step_callback(vt_engine *engine, vt_step_fn fn, void *user);
+
+/* Queues a request. Validates synchronously: an empty prompt, a token id outside the vocabulary, a prompt
+ * that leaves no room for one new token in max_context, or bad params fail here and nothing is queued. */
+vt_status vt_engine_submit(vt_engine *engine, const int32_t *tokens, int32_t n_tokens, vt_request_params params,
+                           uint64_t *out_request_id, char *err, size_t err_cap);
+
+/* Asks the step thread to end a request; it finishes with VT_FINISH_ABORT at the next step and its KV
+ * blocks return to the pool. Unknown or finished ids are ignored. */
+void vt_engine_abort(vt_engine *engine, uint64_t request_id);
+
+typedef struct vt_engine_stats {
+  int32_t kv_blocks_total;
+  int32_t kv_blocks_used;
+  int32_t kv_block_size;
+  int64_t kv_cache_bytes;
+  int32_t requests_waiting;
+  int32_t requests_running;
+  int64_t steps;
+  int64_t tokens_generated;
+  int64_t preemptions;
+} vt_engine_stats;
+
+vt_status vt_engine_stats_get(vt_engine *engine, vt_engine_stats *out);
+
+const char *vt_status_name(vt_status status); /* "ERR_BAD_CHECKPOINT", ... (stable; JS uses them as codes) */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VT_ENGINE_H */

@@ -1,0 +1,307 @@
+#include "engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include "loader/weights.h"
+#include "status.h"
+
+namespace vt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void check_option(bool ok, const std::string &what) {
+  if (!ok) fail(VT_ERR_INVALID_OPTION, what);
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_params &p) {
+  auto progress = [&](float f, const char *stage) {
+    if (p.cancel && *p.cancel) fail(VT_ERR_CANCELLED, "load cancelled");
+    if (p.progress) p.progress(f, stage, p.progress_user);
+  };
+  check_option(p.device == VT_DEVICE_AUTO || p.device == VT_DEVICE_CPU || p.device == VT_DEVICE_CUDA, "device must be auto, cpu or cuda");
+  if (p.device == VT_DEVICE_CUDA)
+    fail(VT_ERR_NO_GPU, "device 'cuda' was asked for, but this build has no CUDA backend yet; use device 'cpu' or 'auto'");
+  check_option(p.n_threads >= 0 && p.n_threads <= 1024, "threads must be between 0 (all cores) and 1024");
+  check_option(p.max_context >= 0, "maxContext must be >= 0");
+  check_option(p.max_seqs >= 0 && p.max_seqs <= 4096, "maxSeqs must be between 0 (default) and 4096");
+  check_option(p.max_batch_tokens >= 0 && p.max_batch_tokens <= 1 << 20, "maxBatchTokens must be between 0 (default) and 1048576");
+  check_option(p.kv_block_size >= 0 && p.kv_block_size <= 1024, "kvBlockSize must be between 0 (default) and 1024");
+  check_option(p.kv_cache_bytes >= 0, "kvCacheBytes must be >= 0");
+
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) fail(VT_ERR_MODEL_NOT_FOUND, "checkpoint folder " + dir + " does not exist or is not a folder");
+
+  std::unique_ptr<Engine> e(new Engine());
+  progress(0.f, "config");
+  e->config_ = load_model_config(dir);
+  const ModelConfig &c = e->config_;
+  progress(0.02f, "mapping");
+  e->checkpoint_ = Checkpoint::open(dir);
+  Weights w = bind_weights(c, *e->checkpoint_, [&](int done, int total) {
+    progress(0.05f + 0.85f * float(done) / float(total), "weights");
+  });
+
+  // Sizes of the run.
+  const int32_t max_pos = c.max_position_embeddings;
+  int32_t max_context = p.max_context > 0 ? p.max_context : std::min(max_pos, 8192);
+  check_option(max_context <= max_pos, "maxContext " + std::to_string(max_context) + " exceeds the model's max_position_embeddings (" +
+                                           std::to_string(max_pos) + ")");
+  const int32_t block_size = p.kv_block_size > 0 ? p.kv_block_size : 16;
+  const int32_t max_seqs = p.max_seqs > 0 ? p.max_seqs : 64;
+  const int32_t max_batch_tokens = p.max_batch_tokens > 0 ? p.max_batch_tokens : 512;
+  const int64_t per_token = KvCache::bytes_per_token(c.n_layers, c.n_kv_heads, c.head_dim);
+  int64_t pool_tokens = p.kv_cache_bytes > 0 ? p.kv_cache_bytes / per_token : std::max<int64_t>(max_context, 4096);
+  int64_t n_blocks = pool_tokens / block_size;
+  if (n_blocks * block_size < max_context)
+    fail(VT_ERR_OUT_OF_MEMORY, "kvCacheBytes " + std::to_string(p.kv_cache_bytes) + " holds " + std::to_string(n_blocks * block_size) +
+                                   " tokens, fewer than maxContext " + std::to_string(max_context) + " (each token needs " +
+                                   std::to_string(per_token) + " bytes); raise kvCacheBytes or lower maxContext");
+  check_option(n_blocks <= INT32_MAX, "kvCacheBytes is too large");
+  e->max_context_ = max_context;
+
+  progress(0.92f, "kv cache");
+  const int n_threads = p.n_threads > 0 ? p.n_threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  e->pool_ = std::make_unique<cpu::ThreadPool>(n_threads);
+  e->kv_ = std::make_unique<KvCache>(c.n_layers, int32_t(n_blocks), block_size, c.n_kv_heads, c.head_dim);
+  e->blocks_ = std::make_unique<BlockManager>(int32_t(n_blocks), block_size);
+  e->scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{max_seqs, max_batch_tokens}, *e->blocks_);
+
+  const int64_t n_params = w.n_params, weight_bytes = w.bytes;
+  const DType dtype = w.dtype;
+  auto model = std::make_unique<DenseDecoder>(c, std::move(w), *e->pool_, max_batch_tokens);
+  e->runner_ = std::make_unique<ModelRunner>(std::move(model), *e->kv_, c.vocab_size, max_batch_tokens, max_seqs);
+
+  e->arch_name_ = c.architecture;
+  e->device_name_ = "cpu";
+  e->dtype_name_ = dtype_name(dtype);
+  vt_model_info &info = e->info_;
+  info.architecture = e->arch_name_.c_str();
+  info.device = e->device_name_.c_str();
+  info.dtype = e->dtype_name_.c_str();
+  info.vocab_size = c.vocab_size;
+  info.hidden_size = c.hidden_size;
+  info.n_layers = c.n_layers;
+  info.n_heads = c.n_heads;
+  info.n_kv_heads = c.n_kv_heads;
+  info.head_dim = c.head_dim;
+  info.max_context = max_context;
+  info.max_position_embeddings = max_pos;
+  info.bos_token_id = c.bos_token_id;
+  info.n_eos = int32_t(std::min<size_t>(c.eos_token_ids.size(), 8));
+  for (int i = 0; i < info.n_eos; ++i) info.eos_token_ids[i] = c.eos_token_ids[i];
+  info.n_params = n_params;
+  info.weight_bytes = weight_bytes;
+
+  progress(1.f, "ready");
+  e->start();
+  return e;
+}
+
+void Engine::start() { thread_ = std::thread([this] { loop(); }); }
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Engine::set_step_callback(vt_step_fn fn, void *user) {
+  std::lock_guard<std::mutex> lock(mu_);
+  callback_ = fn;
+  callback_user_ = user;
+}
+
+uint64_t Engine::submit(const int32_t *tokens, int32_t n, const vt_request_params &p) {
+  check_option(n >= 1 && tokens, "the prompt is empty: give at least one token");
+  for (int32_t i = 0; i < n; ++i)
+    check_option(tokens[i] >= 0 && tokens[i] < config_.vocab_size,
+                 "token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) + " is outside the vocabulary [0, " +
+                     std::to_string(config_.vocab_size) + ")");
+  if (n >= max_context_)
+    fail(VT_ERR_CONTEXT_OVERFLOW, "the prompt has " + std::to_string(n) + " tokens; maxContext is " + std::to_string(max_context_) +
+                                      ", which leaves no room to generate. Shorten the prompt or load with a larger maxContext");
+  check_option(p.max_tokens >= 1, "maxTokens must be >= 1");
+  check_option(std::isfinite(p.temperature) && p.temperature >= 0, "temperature must be a finite number >= 0");
+  check_option(p.top_k >= 0, "topK must be >= 0");
+  check_option(p.top_p > 0 && p.top_p <= 1, "topP must be in (0, 1]");
+  check_option(p.min_p >= 0 && p.min_p <= 1, "minP must be in [0, 1]");
+  check_option(p.logprobs >= 0 && p.logprobs <= VT_MAX_TOP_LOGPROBS, "logprobs must be between 0 and 20");
+  check_option(p.n_stop_ids >= -1 && p.n_stop_ids <= VT_MAX_STOP_IDS, "at most 16 stop token ids");
+
+  auto s = std::make_unique<Sequence>();
+  s->tokens.assign(tokens, tokens + n);
+  s->n_prompt = n;
+  s->max_tokens = p.max_tokens;
+  if (p.n_stop_ids < 0) s->stop_ids = config_.eos_token_ids;
+  else s->stop_ids.assign(p.stop_ids, p.stop_ids + p.n_stop_ids);
+  s->sampling = SamplingParams{p.temperature, p.top_k, p.top_p, p.min_p, p.logprobs};
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) fail(VT_ERR_INVALID_OPTION, "the engine is shutting down");
+  s->id = next_id_++;
+  uint64_t seed = p.has_seed ? p.seed
+                             : (seed_counter_ += 0x9E3779B97F4A7C15ull) ^
+                                   uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  s->rng = Rng(seed);
+  const uint64_t id = s->id;
+  inbox_.push_back(std::move(s));
+  waiting_.fetch_add(1);
+  wake_.notify_one();
+  return id;
+}
+
+void Engine::abort(uint64_t id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborts_.insert(id);
+  }
+  wake_.notify_one();
+}
+
+vt_engine_stats Engine::stats() {
+  vt_engine_stats s{};
+  s.kv_blocks_total = kv_->n_blocks();
+  s.kv_blocks_used = int32_t(blocks_used_.load());
+  s.kv_block_size = kv_->block_size();
+  s.kv_cache_bytes = kv_->bytes();
+  s.requests_waiting = waiting_.load();
+  s.requests_running = running_.load();
+  s.steps = steps_.load();
+  s.tokens_generated = generated_.load();
+  s.preemptions = preemptions_.load();
+  return s;
+}
+
+void Engine::emit(std::vector<vt_step_event> &events) {
+  blocks_used_ = blocks_->n_used();
+  waiting_ = scheduler_->n_waiting();
+  running_ = scheduler_->n_running();
+  preemptions_ = scheduler_->preemptions();
+  if (events.empty()) return;
+  vt_step_fn fn;
+  void *user;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fn = callback_;
+    user = callback_user_;
+  }
+  if (fn) fn(events.data(), int32_t(events.size()), user);
+  events.clear();
+}
+
+static vt_step_event finish_event(const Sequence &s, vt_finish why) {
+  vt_step_event ev{};
+  ev.request_id = s.id;
+  ev.token = -1;
+  ev.finish = why;
+  ev.prompt_tokens = s.n_prompt;
+  ev.completion_tokens = s.n_generated();
+  return ev;
+}
+
+void Engine::step() {
+  std::vector<vt_step_event> events;
+  std::vector<std::unique_ptr<Sequence>> incoming;
+  std::unordered_set<uint64_t> aborts;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    incoming.swap(inbox_);
+    aborts.swap(aborts_);
+  }
+  for (auto &s : incoming) scheduler_->add(std::move(s));
+  for (uint64_t id : aborts)
+    if (auto s = scheduler_->remove(id)) events.push_back(finish_event(*s, VT_FINISH_ABORT));
+
+  std::vector<ScheduledChunk> plan = scheduler_->schedule();
+  if (plan.empty()) {
+    // Load-time sizing guarantees one sequence of maxContext tokens always fits, so an empty plan with work
+    // left is a bug; end that work loudly rather than spinning.
+    for (uint64_t id : scheduler_->ids()) {
+      auto s = scheduler_->remove(id);
+      vt_step_event ev = finish_event(*s, VT_FINISH_ERROR);
+      ev.message = "internal error: the scheduler could not place this request";
+      events.push_back(ev);
+    }
+    emit(events);
+    return;
+  }
+  try {
+    runner_->run(plan);
+  } catch (const std::exception &ex) {
+    // The batch failed as a whole (for example an allocation): end its requests with the reason, keep serving.
+    static thread_local std::string message;
+    message = std::string("the engine failed while running this request: ") + ex.what();
+    for (const auto &c : plan) {
+      auto s = scheduler_->remove(c.seq->id);
+      vt_step_event ev = finish_event(*s, VT_FINISH_ERROR);
+      ev.message = message.c_str();
+      events.push_back(ev);
+    }
+    emit(events);
+    return;
+  }
+  scheduler_->commit(plan);
+  ++steps_;
+
+  int32_t row = 0;
+  std::vector<uint64_t> finished;
+  for (const auto &c : plan) {
+    if (!c.sample) continue;
+    Sequence &s = *c.seq;
+    SampleResult r = sample(runner_->logits(row++), config_.vocab_size, s.sampling, s.rng, sampler_scratch_);
+    s.tokens.push_back(r.token);
+    ++generated_;
+    vt_step_event ev{};
+    ev.request_id = s.id;
+    ev.token = r.token;
+    ev.logprob = r.logprob;
+    ev.n_top = r.n_top;
+    std::copy_n(r.top_ids, r.n_top, ev.top_ids);
+    std::copy_n(r.top_logprobs, r.n_top, ev.top_logprobs);
+    vt_finish why = VT_FINISH_NONE;
+    if (std::find(s.stop_ids.begin(), s.stop_ids.end(), r.token) != s.stop_ids.end()) why = VT_FINISH_EOS;
+    else if (s.n_generated() >= s.max_tokens || int32_t(s.tokens.size()) >= max_context_) why = VT_FINISH_LENGTH;
+    if (why != VT_FINISH_NONE) {
+      ev.finish = why;
+      ev.prompt_tokens = s.n_prompt;
+      ev.completion_tokens = s.n_generated();
+      finished.push_back(s.id);
+    }
+    events.push_back(ev);
+  }
+  for (uint64_t id : finished) scheduler_->remove(id);
+  emit(events);
+}
+
+void Engine::loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !aborts_.empty() || !scheduler_->idle(); });
+      if (stopping_) break;
+    }
+    step();
+  }
+  // Shutting down: every request still known ends with an abort event, so no caller waits forever.
+  std::vector<vt_step_event> events;
+  std::vector<std::unique_ptr<Sequence>> incoming;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    incoming.swap(inbox_);
+  }
+  for (auto &s : incoming) events.push_back(finish_event(*s, VT_FINISH_ABORT));
+  for (uint64_t id : scheduler_->ids())
+    if (auto s = scheduler_->remove(id)) events.push_back(finish_event(*s, VT_FINISH_ABORT));
+  emit(events);
+}
+
+}  // namespace vt

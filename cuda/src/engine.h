@@ -1,0 +1,74 @@
+// The engine: owns the model, the KV cache, the scheduler and the step thread. Requests come in from any
+// thread through a small locked inbox; the step thread alone touches the scheduler, the block manager and the
+// model. Each step is: take the inbox → schedule → run the model → sample → hand every event to the callback.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "backend/cpu/thread_pool.h"
+#include "block_manager.h"
+#include "kv_cache.h"
+#include "loader/config.h"
+#include "loader/safetensors.h"
+#include "model_runner.h"
+#include "scheduler.h"
+#include "vt_engine.h"
+
+namespace vt {
+
+class Engine {
+ public:
+  static std::unique_ptr<Engine> load(const std::string &dir, const vt_engine_params &params);
+  ~Engine();  // stops the step thread: live requests end with VT_FINISH_ABORT events
+
+  void set_step_callback(vt_step_fn fn, void *user);
+  uint64_t submit(const int32_t *tokens, int32_t n, const vt_request_params &p);  // throws vt::Error
+  void abort(uint64_t id);
+  vt_engine_stats stats();
+  const vt_model_info &info() const { return info_; }
+
+ private:
+  Engine() = default;
+  void start();
+  void loop();
+  void step();
+  void take_inbox();
+  void emit(std::vector<vt_step_event> &events);
+
+  ModelConfig config_;
+  std::unique_ptr<Checkpoint> checkpoint_;
+  std::unique_ptr<cpu::ThreadPool> pool_;
+  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<BlockManager> blocks_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<ModelRunner> runner_;
+  vt_model_info info_{};
+  std::string arch_name_, device_name_, dtype_name_;
+  int32_t max_context_ = 0;
+
+  vt_step_fn callback_ = nullptr;
+  void *callback_user_ = nullptr;
+
+  // The inbox, shared with other threads.
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::vector<std::unique_ptr<Sequence>> inbox_;
+  std::unordered_set<uint64_t> aborts_;
+  bool stopping_ = false;
+  uint64_t next_id_ = 1;
+  uint64_t seed_counter_ = 0x9E3779B97F4A7C15ull;
+
+  std::atomic<int32_t> waiting_{0}, running_{0};
+  std::atomic<int64_t> steps_{0}, generated_{0}, preemptions_{0}, blocks_used_{0};
+  SamplerScratch sampler_scratch_;
+  std::thread thread_;
+};
+
+}  // namespace vt

@@ -1,0 +1,59 @@
+// A checkpoint's tensors, memory-mapped read-only from one model.safetensors or from the shards that
+// model.safetensors.index.json names. Every header is validated against its file before any tensor is used:
+// a malformed header is ERR_BAD_CHECKPOINT, a data range past the end of the file ERR_TRUNCATED_CHECKPOINT.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dtype.h"
+
+namespace vt {
+
+struct TensorInfo {
+  std::string name;
+  std::string dtype_name;      // as the header spells it ("BF16", "F32", "I64", ...)
+  bool dtype_known = false;    // one of ours (F32 / F16 / BF16)
+  DType dtype = DType::F32;    // valid when dtype_known
+  std::vector<int64_t> shape;
+  const void *data = nullptr;  // inside the mapping
+  size_t nbytes = 0;
+  int file = 0;                // index into Checkpoint::files()
+};
+
+class MappedFile {
+ public:
+  static std::unique_ptr<MappedFile> open(const std::string &path);
+  ~MappedFile();
+  const uint8_t *data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string &path() const { return path_; }
+  // Tells the kernel the pages of [offset, offset+len) are no longer needed (they stay valid to read).
+  void release(size_t offset, size_t len) const;
+
+ private:
+  MappedFile() = default;
+  std::string path_;
+  const uint8_t *data_ = nullptr;
+  size_t size_ = 0;
+};
+
+class Checkpoint {
+ public:
+  // dir must exist; throws vt::Error on anything wrong with the files.
+  static std::unique_ptr<Checkpoint> open(const std::string &dir);
+
+  const TensorInfo *find(const std::string &name) const;
+  const std::vector<std::unique_ptr<MappedFile>> &files() const { return files_; }
+  const std::unordered_map<std::string, TensorInfo> &tensors() const { return tensors_; }
+
+ private:
+  void add_file(const std::string &path);
+  std::vector<std::unique_ptr<MappedFile>> files_;
+  std::unordered_map<std::string, TensorInfo> tensors_;
+};
+
+}  // namespace vt

@@ -1,0 +1,33 @@
+// Turns a scheduled step into the model's flat inputs (token ids, positions, KV slots, block tables, which
+// rows need logits), runs the forward pass, and leaves one logits row per sampled chunk.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "kv_cache.h"
+#include "models/dense_decoder.h"
+#include "scheduler.h"
+
+namespace vt {
+
+class ModelRunner {
+ public:
+  ModelRunner(std::unique_ptr<DenseDecoder> model, KvCache &kv, int32_t vocab, int32_t max_tokens, int32_t max_seqs);
+
+  // Runs the plan; afterwards logits(i) is the row of the i-th chunk with sample == true, in plan order.
+  void run(const std::vector<ScheduledChunk> &plan);
+  const float *logits(int32_t i) const { return logits_.data() + int64_t(i) * vocab_; }
+
+ private:
+  std::unique_ptr<DenseDecoder> model_;
+  KvCache &kv_;
+  int32_t vocab_;
+  std::vector<int32_t> tokens_, positions_, slots_;   // (T)
+  std::vector<int32_t> seq_q_start_, seq_pos0_;       // (n_seqs + 1), (n_seqs)
+  std::vector<int32_t> block_tables_;                 // (n_seqs, max_blocks)
+  std::vector<int32_t> logit_rows_;                   // (n_sampled)
+  std::vector<float> logits_;                         // (n_sampled, vocab)
+};
+
+}  // namespace vt

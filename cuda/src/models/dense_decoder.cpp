@@ -1,0 +1,83 @@
+#include "models/dense_decoder.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace vt {
+
+DenseDecoder::DenseDecoder(const ModelConfig &config, Weights weights, cpu::ThreadPool &pool, int32_t max_tokens)
+    : c_(config), w_(std::move(weights)), pool_(pool), max_tokens_(max_tokens) {
+  rope_tables(c_, &inv_freq_, &rope_scale_);
+  const int64_t T = max_tokens, H = c_.hidden_size;
+  const int64_t QD = int64_t(c_.n_heads) * c_.head_dim, KVD = int64_t(c_.n_kv_heads) * c_.head_dim;
+  residual_.resize(T * H);
+  normed_.resize(T * H);
+  q_.resize(T * QD);
+  k_.resize(T * KVD);
+  v_.resize(T * KVD);
+  attn_.resize(T * QD);
+  proj_.resize(T * H);
+  gate_.resize(T * c_.intermediate_size);
+  up_.resize(T * c_.intermediate_size);
+  last_.resize(T * H);
+}
+
+static const float *bias_or_null(const std::vector<float> &b) { return b.empty() ? nullptr : b.data(); }
+
+static void linear(cpu::ThreadPool &pool, const float *x, int64_t T, const Matrix &m, const std::vector<float> &bias,
+                   float *y) {
+  cpu::matmul(pool, x, T, m.cols, m.data, m.dtype, m.rows, bias_or_null(bias), y);
+}
+
+void DenseDecoder::attention_block(int l, const ForwardBatch &b, KvCache &kv) {
+  const LayerWeights &L = w_.layers[l];
+  const int32_t T = b.n_tokens;
+  linear(pool_, normed_.data(), T, L.q, L.q_bias, q_.data());
+  linear(pool_, normed_.data(), T, L.k, L.k_bias, k_.data());
+  linear(pool_, normed_.data(), T, L.v, L.v_bias, v_.data());
+  if (c_.qk_norm) {  // Qwen3: RMSNorm over each head's vector
+    cpu::rmsnorm(pool_, q_.data(), int64_t(T) * c_.n_heads, c_.head_dim, L.q_norm.data(), c_.rms_norm_eps);
+    cpu::rmsnorm(pool_, k_.data(), int64_t(T) * c_.n_kv_heads, c_.head_dim, L.k_norm.data(), c_.rms_norm_eps);
+  }
+  cpu::rope(pool_, q_.data(), T, c_.n_heads, c_.head_dim, b.positions, inv_freq_.data(), rope_scale_);
+  cpu::rope(pool_, k_.data(), T, c_.n_kv_heads, c_.head_dim, b.positions, inv_freq_.data(), rope_scale_);
+  cpu::kv_store(k_.data(), v_.data(), T, c_.n_kv_heads, c_.head_dim, b.slots, kv.k(l), kv.v(l));
+  const float scale = 1.0f / std::sqrt(float(c_.head_dim));
+  cpu::attention(pool_, q_.data(), kv.k(l), kv.v(l), b.attn, c_.n_heads, c_.n_kv_heads, c_.head_dim, scale, attn_.data());
+  linear(pool_, attn_.data(), T, L.o, L.o_bias, proj_.data());
+}
+
+void DenseDecoder::mlp_block(int l, int32_t T) {
+  const LayerWeights &L = w_.layers[l];
+  linear(pool_, normed_.data(), T, L.gate, L.gate_bias, gate_.data());
+  linear(pool_, normed_.data(), T, L.up, L.up_bias, up_.data());
+  cpu::silu_mul(pool_, gate_.data(), up_.data(), T, c_.intermediate_size, gate_.data());
+  linear(pool_, gate_.data(), T, L.down, L.down_bias, proj_.data());
+}
+
+void DenseDecoder::forward(const ForwardBatch &b, KvCache &kv, float *logits) {
+  const int32_t T = b.n_tokens;
+  const int64_t H = c_.hidden_size;
+  const float eps = c_.rms_norm_eps;
+
+  cpu::embed(w_.embed.data, w_.embed.dtype, H, b.tokens, T, residual_.data());
+  std::copy(residual_.begin(), residual_.begin() + T * H, normed_.begin());
+  cpu::rmsnorm(pool_, normed_.data(), T, H, w_.layers[0].attn_norm.data(), eps);
+
+  for (int l = 0; l < c_.n_layers; ++l) {
+    attention_block(l, b, kv);
+    // residual += attention output; normed = post_attention_layernorm(residual)
+    cpu::add_rmsnorm(pool_, residual_.data(), proj_.data(), T, H, w_.layers[l].mlp_norm.data(), eps, normed_.data());
+    mlp_block(l, T);
+    // residual += mlp output; normed = next layer's input_layernorm (or the final norm)
+    const float *next_norm = l + 1 < c_.n_layers ? w_.layers[l + 1].attn_norm.data() : w_.final_norm.data();
+    cpu::add_rmsnorm(pool_, residual_.data(), proj_.data(), T, H, next_norm, eps, normed_.data());
+  }
+
+  // Only the rows that are sampled go through the (large) vocabulary projection.
+  for (int32_t i = 0; i < b.n_logits; ++i)
+    std::copy_n(normed_.data() + int64_t(b.logit_rows[i]) * H, H, last_.data() + int64_t(i) * H);
+  cpu::matmul(pool_, last_.data(), b.n_logits, H, w_.lm_head.data, w_.lm_head.dtype, w_.lm_head.rows, nullptr, logits);
+}
+
+}  // namespace vt

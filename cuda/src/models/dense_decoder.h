@@ -1,0 +1,58 @@
+// The dense decoder shared by Llama, Qwen2 and Qwen3 (pre-norm, RMSNorm, GQA attention with RoPE, SwiGLU MLP).
+// What differs between them is data, not code: Qwen2 has q/k/v biases, Qwen3 normalises each head of q and k
+// before RoPE, and each picks its own rope scaling. forward() reads top to bottom.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/cpu_ops.h"
+#include "kv_cache.h"
+#include "loader/config.h"
+#include "loader/weights.h"
+
+namespace vt {
+
+// One step's flattened batch: T tokens from several sequences, each a contiguous run of rows.
+struct ForwardBatch {
+  int32_t n_tokens = 0;
+  const int32_t *tokens = nullptr;     // (T)
+  const int32_t *positions = nullptr;  // (T)
+  const int32_t *slots = nullptr;      // (T) KV cache slot of each token: block * block_size + offset
+  cpu::AttentionBatch attn{};
+  int32_t n_logits = 0;
+  const int32_t *logit_rows = nullptr;  // (n_logits) rows whose next-token logits are wanted
+};
+
+class DenseDecoder {
+ public:
+  DenseDecoder(const ModelConfig &config, Weights weights, cpu::ThreadPool &pool, int32_t max_tokens);
+
+  // logits (n_logits, vocab) fp32
+  void forward(const ForwardBatch &b, KvCache &kv, float *logits);
+
+  const Weights &weights() const { return w_; }
+
+ private:
+  void attention_block(int layer, const ForwardBatch &b, KvCache &kv);
+  void mlp_block(int layer, int32_t T);
+
+  ModelConfig c_;
+  Weights w_;
+  cpu::ThreadPool &pool_;
+  std::vector<float> inv_freq_;  // (head_dim / 2)
+  float rope_scale_ = 1.f;
+  int32_t max_tokens_;
+
+  // RunState: activations for up to max_tokens rows
+  std::vector<float> residual_;  // (T, hidden) the running sum of the residual stream
+  std::vector<float> normed_;    // (T, hidden) the normalised input of the current sub-block
+  std::vector<float> q_;         // (T, n_heads * head_dim)
+  std::vector<float> k_, v_;     // (T, n_kv_heads * head_dim)
+  std::vector<float> attn_;      // (T, n_heads * head_dim)
+  std::vector<float> proj_;      // (T, hidden) output of o_proj / down_proj before the residual add
+  std::vector<float> gate_, up_; // (T, intermediate)
+  std::vector<float> last_;      // (n_logits, hidden) final-normed rows that need logits
+};
+
+}  // namespace vt

@@ -1,0 +1,28 @@
+// One request as the engine sees it: its tokens (prompt, then what it generated), how many of them already
+// have KV in the cache, its block table and its sampling state.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "sampling.h"
+
+namespace vt {
+
+struct Sequence {
+  uint64_t id = 0;
+  std::vector<int32_t> tokens;       // prompt + generated
+  int32_t n_prompt = 0;
+  int32_t n_computed = 0;            // tokens[0, n_computed) have K/V in the cache
+  std::vector<int32_t> block_table;  // owned blocks, in position order
+  int32_t max_tokens = 0;
+  std::vector<int32_t> stop_ids;
+  SamplingParams sampling;
+  Rng rng;
+
+  int32_t n_generated() const { return int32_t(tokens.size()) - n_prompt; }
+  int32_t n_pending() const { return int32_t(tokens.size()) - n_computed; }  // tokens still to run
+};
+
+}  // namespace vt

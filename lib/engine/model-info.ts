@@ -1,0 +1,97 @@
+/**
+ * Facts about a loaded model and the engine's live counters, as the public API shows them.
+ * @module
+ */
+import type { NativeModelInfo, NativeStats } from '../native/addon.js';
+
+/** Facts about the loaded model, read from its checkpoint and the load options. */
+export interface ModelInfo {
+  /** The architecture named in `config.json`, such as `'Qwen3ForCausalLM'`. */
+  readonly architecture: string;
+  /** Where the model runs. */
+  readonly device: 'cpu' | 'cuda';
+  /** Tokens in the vocabulary: valid token ids are 0 to `vocabSize - 1`. */
+  readonly vocabSize: number;
+  /** Width of the hidden state. */
+  readonly hiddenSize: number;
+  /** Transformer layers. */
+  readonly nLayers: number;
+  /** Attention (query) heads. */
+  readonly nHeads: number;
+  /** Key/value heads (fewer than `nHeads` with grouped-query attention). */
+  readonly nKvHeads: number;
+  /** Width of one attention head. */
+  readonly headDim: number;
+  /** Tokens per sequence (prompt + generated) this engine allows, after the load options. */
+  readonly maxContext: number;
+  /** Positions the model was trained for (`max_position_embeddings` in `config.json`). */
+  readonly maxPositionEmbeddings: number;
+  /** The beginning-of-sequence token id, or `null` when the model has none. */
+  readonly bosTokenId: number | null;
+  /** The end-of-sequence token ids: the default `stopTokenIds` of a generation. */
+  readonly eosTokenIds: readonly number[];
+  /** Parameters of the model. */
+  readonly nParams: number;
+  /** Bytes of all the tensors the model uses. */
+  readonly weightBytes: number;
+  /** The dominant weight dtype: `'bfloat16'`, `'float16'` or `'float32'`. */
+  readonly dtype: string;
+}
+
+/** Live counters of an engine, from `engine.stats()`. */
+export interface EngineStats {
+  /** Blocks in the paged KV-cache pool. */
+  kvBlocksTotal: number;
+  /** Blocks held by live requests; back to the pool when a request ends or is aborted. */
+  kvBlocksUsed: number;
+  /** Tokens per KV block. */
+  kvBlockSize: number;
+  /** Size of the KV-cache pool in bytes. */
+  kvCacheBytes: number;
+  /** Requests queued, not yet scheduled. */
+  requestsWaiting: number;
+  /** Requests being prefilled or decoded. */
+  requestsRunning: number;
+  /** Engine steps run since load. */
+  steps: number;
+  /** Tokens generated since load, over all requests. */
+  tokensGenerated: number;
+  /** Times a running request was preempted to free KV blocks. */
+  preemptions: number;
+}
+
+/** The public, frozen view of the native model info. @internal */
+export function toModelInfo(info: NativeModelInfo): ModelInfo {
+  return Object.freeze({
+    architecture: info.architecture,
+    device: info.device,
+    vocabSize: info.vocabSize,
+    hiddenSize: info.hiddenSize,
+    nLayers: info.nLayers,
+    nHeads: info.nHeads,
+    nKvHeads: info.nKvHeads,
+    headDim: info.headDim,
+    maxContext: info.maxContext,
+    maxPositionEmbeddings: info.maxPositionEmbeddings,
+    bosTokenId: info.bosTokenId >= 0 ? info.bosTokenId : null,
+    eosTokenIds: Object.freeze([...info.eosTokenIds]),
+    nParams: info.nParams,
+    weightBytes: info.weightBytes,
+    dtype: info.dtype,
+  });
+}
+
+/** A copy of the native counters, so callers cannot hold a live native object. @internal */
+export function toEngineStats(stats: NativeStats): EngineStats {
+  return {
+    kvBlocksTotal: stats.kvBlocksTotal,
+    kvBlocksUsed: stats.kvBlocksUsed,
+    kvBlockSize: stats.kvBlockSize,
+    kvCacheBytes: stats.kvCacheBytes,
+    requestsWaiting: stats.requestsWaiting,
+    requestsRunning: stats.requestsRunning,
+    steps: stats.steps,
+    tokensGenerated: stats.tokensGenerated,
+    preemptions: stats.preemptions,
+  };
+}

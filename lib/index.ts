@@ -1,0 +1,46 @@
+/**
+ * vtengine: run LLMs inside Node.js. Load a Hugging Face checkpoint folder with {@link Engine.load}, then
+ * {@link Engine.generate} and stream the tokens of a {@link Generation}.
+ *
+ * @example
+ * ```ts
+ * import { Engine } from 'vtengine';
+ *
+ * await using engine = await Engine.load('./models/Qwen3-0.6B');
+ * const gen = engine.generate({ tokens: [151644, 872, 198] }, { maxTokens: 32 });
+ * for await (const chunk of gen) console.log(chunk.tokenIds);
+ * console.log((await gen).finishReason);
+ * ```
+ * @module
+ */
+export { Engine } from './engine/engine.js';
+export type { DeviceOption, LoadOptions, LoadProgress } from './engine/load-options.js';
+export type { EngineStats, ModelInfo } from './engine/model-info.js';
+export { Generation, type GenerationEvents } from './generation/generation.js';
+export type { GenerateInput, GenerateOptions, TokensInput } from './generation/options.js';
+export type {
+  FinishReason,
+  GenerationChunk,
+  GenerationResult,
+  GenerationTimings,
+  GenerationUsage,
+  TokenLogprob,
+  TopLogprob,
+} from './generation/result.js';
+export {
+  AbortError,
+  BadCheckpointError,
+  ContextOverflowError,
+  DisposedError,
+  EngineError,
+  InternalError,
+  InvalidOptionError,
+  MissingFileError,
+  ModelNotFoundError,
+  NoGpuError,
+  OutOfMemoryError,
+  ShapeMismatchError,
+  TruncatedCheckpointError,
+  UnsupportedArchitectureError,
+  UnsupportedDtypeError,
+} from './errors.js';

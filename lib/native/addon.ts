@@ -1,0 +1,126 @@
+/**
+ * The shape of the native addon (binding/), as TypeScript sees it. Internal: the public API wraps it.
+ * @internal
+ * @module
+ */
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+/** @internal Load parameters, mirrored field by field into vt_engine_params. */
+export interface NativeLoadParams {
+  device: 'auto' | 'cpu' | 'cuda';
+  threads: number; // 0 = all cores
+  maxContext: number; // 0 = model default
+  maxSeqs: number; // 0 = default
+  maxBatchTokens: number; // 0 = default
+  kvBlockSize: number; // 0 = default
+  kvCacheBytes: number; // 0 = default
+}
+
+/** @internal */
+export interface NativeModelInfo {
+  architecture: string;
+  device: 'cpu' | 'cuda';
+  vocabSize: number;
+  hiddenSize: number;
+  nLayers: number;
+  nHeads: number;
+  nKvHeads: number;
+  headDim: number;
+  maxContext: number;
+  maxPositionEmbeddings: number;
+  bosTokenId: number; // -1 when none
+  eosTokenIds: number[];
+  nParams: number;
+  weightBytes: number;
+  dtype: string;
+}
+
+/** @internal Mirrors vt_request_params. */
+export interface NativeRequestParams {
+  maxTokens: number;
+  temperature: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  seed?: number; // integer in [0, 2^53); absent = the engine draws one
+  logprobs: number;
+  stopTokenIds?: number[]; // absent = the model's eos ids; [] = none
+}
+
+/** @internal Finish codes, as vt_finish. */
+export const enum NativeFinish {
+  None = 0,
+  Eos = 1,
+  Length = 2,
+  Abort = 3,
+  Error = 4,
+}
+
+/** @internal One request's share of one engine step. */
+export interface NativeStepEvent {
+  id: number;
+  token: number; // -1 when the event only carries a finish
+  finish: NativeFinish;
+  logprob?: number; // when the request asked for logprobs
+  topIds?: number[];
+  topLogprobs?: number[];
+  promptTokens?: number; // on the finishing event
+  completionTokens?: number; // on the finishing event
+  message?: string; // finish === Error
+}
+
+/** @internal */
+export interface NativeStats {
+  kvBlocksTotal: number;
+  kvBlocksUsed: number;
+  kvBlockSize: number;
+  kvCacheBytes: number;
+  requestsWaiting: number;
+  requestsRunning: number;
+  steps: number;
+  tokensGenerated: number;
+  preemptions: number;
+}
+
+/**
+ * @internal A loaded engine. Errors thrown by its methods (and by loadEngine's promise) are plain Errors with
+ * `code` set to a stable status name ('ERR_BAD_CHECKPOINT', ...); lib/errors.ts turns them into EngineErrors.
+ */
+export interface NativeEngine {
+  modelInfo(): NativeModelInfo;
+  /** Queues a request; returns its id. Throws synchronously on invalid input. */
+  submit(tokens: Int32Array, params: NativeRequestParams): number;
+  abort(id: number): void;
+  stats(): NativeStats;
+  /** Ends every live request (each gets an Abort event), joins the step thread, frees the model. */
+  dispose(): Promise<void>;
+}
+
+/** @internal */
+export interface NativeAddon {
+  /**
+   * Loads on a worker thread. `onProgress` runs on the JS thread. `onStep` receives every step's events for all
+   * requests, in order, on the JS thread. `cancel` is a 1-element Int32Array over a SharedArrayBuffer: setting
+   * cancel[0] = 1 stops the load with code ERR_CANCELLED.
+   */
+  loadEngine(
+    dir: string,
+    params: NativeLoadParams,
+    onProgress: (fraction: number, stage: string) => void,
+    onStep: (events: NativeStepEvent[]) => void,
+    cancel: Int32Array,
+  ): Promise<NativeEngine>;
+}
+
+let cached: NativeAddon | undefined;
+
+/** @internal Loads the addon once: a prebuild for this platform if present, else build/Release. */
+export function nativeAddon(): NativeAddon {
+  if (!cached) {
+    const require = createRequire(import.meta.url);
+    const nodeGypBuild = require('node-gyp-build') as (dir: string) => NativeAddon;
+    cached = nodeGypBuild(fileURLToPath(new URL('../..', import.meta.url)));
+  }
+  return cached;
+}
