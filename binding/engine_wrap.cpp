@@ -103,6 +103,27 @@ Napi::Value EngineWrap::submit(const Napi::CallbackInfo &info) {
     p.n_stop_ids = int32_t(a.Length());
     for (uint32_t i = 0; i < a.Length(); ++i) p.stop_ids[i] = a.Get(i).As<Napi::Number>().Int32Value();
   }
+  p.repetition_penalty = float(num(env, o, "repetitionPenalty", 1.0));
+  p.presence_penalty = float(num(env, o, "presencePenalty", 0.0));
+  p.frequency_penalty = float(num(env, o, "frequencyPenalty", 0.0));
+  p.prompt_logprobs = o.Get("promptLogprobs").ToBoolean() ? 1 : 0;
+  std::vector<int32_t> bias_ids;
+  std::vector<float> bias_values;
+  Napi::Value bias = o.Get("logitBias");
+  if (bias.IsArray()) {
+    Napi::Array a = bias.As<Napi::Array>();
+    for (uint32_t i = 0; i < a.Length(); ++i) {
+      Napi::Value pair = a.Get(i);
+      if (!pair.IsArray() || pair.As<Napi::Array>().Length() != 2)
+        throw code_error(env, "ERR_INVALID_OPTION", "logitBias entries must be [tokenId, bias] pairs");
+      Napi::Array pr = pair.As<Napi::Array>();
+      bias_ids.push_back(pr.Get(0u).ToNumber().Int32Value());
+      bias_values.push_back(pr.Get(1u).ToNumber().FloatValue());
+    }
+  }
+  p.n_logit_bias = int32_t(bias_ids.size());
+  p.logit_bias_ids = bias_ids.data();
+  p.logit_bias_values = bias_values.data();
   uint64_t id = 0;
   char err[1024] = {0};
   vt_status st = vt_engine_submit(e, tokens.Data(), int32_t(tokens.ElementLength()), p, &id, err, sizeof err);

@@ -15,9 +15,13 @@ void TokenStream::on_step(const vt_step_event *events, int32_t n, void *user) {
   auto *batch = new Batch();
   batch->events.assign(events, events + n);
   batch->messages.resize(n);
+  batch->prompt_logprobs.resize(n);
   for (int32_t i = 0; i < n; ++i) {
     if (events[i].message) batch->messages[i] = events[i].message;
+    if (events[i].n_prompt_logprobs > 0)
+      batch->prompt_logprobs[i].assign(events[i].prompt_logprobs, events[i].prompt_logprobs + events[i].n_prompt_logprobs);
     batch->events[i].message = nullptr;
+    batch->events[i].prompt_logprobs = nullptr;
   }
   napi_status st = self->tsfn_.NonBlockingCall(batch, [self](Napi::Env env, Napi::Function fn, Batch *b) { deliver(env, fn, self, b); });
   if (st != napi_ok) delete batch;  // the environment is going away; nobody is left to tell
@@ -46,6 +50,13 @@ void TokenStream::deliver(Napi::Env env, Napi::Function fn, TokenStream *self, B
       }
       o.Set("topIds", ids);
       o.Set("topLogprobs", lps);
+    }
+    if (!batch->prompt_logprobs[i].empty()) {
+      const auto &lp = batch->prompt_logprobs[i];
+      Napi::Array a = Napi::Array::New(env, lp.size());
+      for (size_t k = 0; k < lp.size(); ++k) a.Set(uint32_t(k), Napi::Number::New(env, lp[k]));
+      o.Set("promptLogprobs", a);
+      o.Set("promptLogprobsStart", Napi::Number::New(env, e.prompt_logprobs_start));
     }
     if (e.finish != VT_FINISH_NONE) {
       ++finished;

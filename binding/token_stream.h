@@ -32,6 +32,7 @@ class TokenStream {
   struct Batch {
     std::vector<vt_step_event> events;
     std::vector<std::string> messages;  // owned copies of error messages, by event index
+    std::vector<std::vector<float>> prompt_logprobs;  // owned copies, by event index
   };
   TokenStream() = default;
   static void deliver(Napi::Env env, Napi::Function fn, TokenStream *self, Batch *batch);

@@ -200,6 +200,36 @@ export class DisposedError extends EngineError {
   }
 }
 
+/**
+ * A text method (`tokenize`, `detokenize`, `applyChatTemplate`, a `{ prompt }` or `{ messages }` input, `stop`
+ * strings) was used on an engine whose checkpoint has no tokenizer (`tokenizer.json`). Code `ERR_NO_TOKENIZER`.
+ */
+export class NoTokenizerError extends EngineError {
+  declare readonly code: 'ERR_NO_TOKENIZER';
+  /**
+   * @param message - what went wrong and what to do about it.
+   * @param options - `cause`: the error or value that led to this one.
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super('ERR_NO_TOKENIZER', message, options);
+  }
+}
+
+/**
+ * Messages were given to a checkpoint whose tokenizer has no chat template (`chat_template` in
+ * `tokenizer_config.json`, or `chat_template.jinja`). Code `ERR_NO_CHAT_TEMPLATE`.
+ */
+export class NoChatTemplateError extends EngineError {
+  declare readonly code: 'ERR_NO_CHAT_TEMPLATE';
+  /**
+   * @param message - what went wrong and what to do about it.
+   * @param options - `cause`: the error or value that led to this one.
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super('ERR_NO_CHAT_TEMPLATE', message, options);
+  }
+}
+
 /** A bug in vtengine: please report it with the message and, if you can, the model. Code `ERR_INTERNAL`. */
 export class InternalError extends EngineError {
   declare readonly code: 'ERR_INTERNAL';

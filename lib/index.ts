@@ -14,10 +14,15 @@
  * @module
  */
 export { Engine } from './engine/engine.js';
+export { DEFAULT_MODEL_DIR } from './engine/default-model.js';
 export type { DeviceOption, LoadOptions, LoadProgress } from './engine/load-options.js';
 export type { EngineStats, ModelInfo } from './engine/model-info.js';
+export type { ScoreResult } from './engine/score.js';
+export type { GenerationDefaults } from './generation/defaults.js';
 export { Generation, type GenerationEvents } from './generation/generation.js';
-export type { GenerateInput, GenerateOptions, TokensInput } from './generation/options.js';
+export type { GenerateInput, GenerateOptions, MessagesInput, PromptInput, TokensInput } from './generation/options.js';
+export type { ChatMessage, ChatTemplateOptions } from './chat/template.js';
+export type { DetokenizeOptions, TokenizeOptions } from './tokenizer/tokenizer.js';
 export type {
   FinishReason,
   GenerationChunk,
@@ -37,7 +42,9 @@ export {
   InvalidOptionError,
   MissingFileError,
   ModelNotFoundError,
+  NoChatTemplateError,
   NoGpuError,
+  NoTokenizerError,
   OutOfMemoryError,
   ShapeMismatchError,
   TruncatedCheckpointError,

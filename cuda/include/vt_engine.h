@@ -112,6 +112,18 @@ typedef struct vt_request_params {
   int32_t logprobs;           /* 0 = off; else report the sampled token's logprob and this many top ones */
   int32_t n_stop_ids;         /* token ids that end the request (finish EOS); -1 = the model's eos ids */
   int32_t stop_ids[VT_MAX_STOP_IDS];
+  /* Logit processors, applied to the raw logits in this order before temperature and truncation (and so before
+   * the logprobs reported): logit bias, repetition penalty (transformers' rule, over prompt and output),
+   * presence and frequency penalties (OpenAI's rule, over the output). */
+  float repetition_penalty;   /* > 0; 1 = off */
+  float presence_penalty;     /* 0 = off */
+  float frequency_penalty;    /* 0 = off */
+  int32_t n_logit_bias;
+  const int32_t *logit_bias_ids;    /* copied by vt_engine_submit */
+  const float *logit_bias_values;
+  /* Teacher forcing: report the logprob of every prompt token after the first, in events with token -1
+   * (or on the first sampled token's event) as the prompt's chunks are computed. */
+  int32_t prompt_logprobs;
 } vt_request_params;
 
 vt_request_params vt_request_default_params(void);
@@ -128,6 +140,10 @@ typedef struct vt_step_event {
   int32_t prompt_tokens;      /* set on the finishing event */
   int32_t completion_tokens;  /* set on the finishing event */
   const char *message;        /* VT_FINISH_ERROR only; valid during the callback */
+  /* prompt_logprobs requests: logprobs of prompt tokens [prompt_logprobs_start, + n_prompt_logprobs) */
+  int32_t n_prompt_logprobs;
+  int32_t prompt_logprobs_start;
+  const float *prompt_logprobs; /* valid during the callback */
 } vt_step_event;
 
 /* Called on the step thread with every event of one step. Events are valid only during the call. */

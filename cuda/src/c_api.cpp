@@ -54,6 +54,7 @@ vt_request_params vt_request_default_params(void) {
   p.temperature = 0.f;
   p.top_p = 1.f;
   p.n_stop_ids = -1;
+  p.repetition_penalty = 1.f;
   return p;
 }
 

@@ -127,7 +127,8 @@ uint64_t Engine::submit(const int32_t *tokens, int32_t n, const vt_request_param
     check_option(tokens[i] >= 0 && tokens[i] < config_.vocab_size,
                  "token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) + " is outside the vocabulary [0, " +
                      std::to_string(config_.vocab_size) + ")");
-  if (n >= max_context_)
+  // A generation needs room for one new token; scoring (prompt_logprobs) may fill the context exactly.
+  if (n > max_context_ || (n == max_context_ && !p.prompt_logprobs))
     fail(VT_ERR_CONTEXT_OVERFLOW, "the prompt has " + std::to_string(n) + " tokens; maxContext is " + std::to_string(max_context_) +
                                       ", which leaves no room to generate. Shorten the prompt or load with a larger maxContext");
   check_option(p.max_tokens >= 1, "maxTokens must be >= 1");
@@ -137,6 +138,15 @@ uint64_t Engine::submit(const int32_t *tokens, int32_t n, const vt_request_param
   check_option(p.min_p >= 0 && p.min_p <= 1, "minP must be in [0, 1]");
   check_option(p.logprobs >= 0 && p.logprobs <= VT_MAX_TOP_LOGPROBS, "logprobs must be between 0 and 20");
   check_option(p.n_stop_ids >= -1 && p.n_stop_ids <= VT_MAX_STOP_IDS, "at most 16 stop token ids");
+  check_option(std::isfinite(p.repetition_penalty) && p.repetition_penalty > 0, "repetitionPenalty must be a finite number > 0");
+  check_option(std::isfinite(p.presence_penalty) && std::isfinite(p.frequency_penalty), "presencePenalty and frequencyPenalty must be finite");
+  check_option(p.n_logit_bias >= 0 && (p.n_logit_bias == 0 || (p.logit_bias_ids && p.logit_bias_values)), "logitBias is malformed");
+  for (int32_t i = 0; i < p.n_logit_bias; ++i) {
+    check_option(p.logit_bias_ids[i] >= 0 && p.logit_bias_ids[i] < config_.vocab_size,
+                 "logitBias names token id " + std::to_string(p.logit_bias_ids[i]) + ", outside the vocabulary");
+    check_option(std::isfinite(p.logit_bias_values[i]) || p.logit_bias_values[i] == -INFINITY,
+                 "logitBias values must be finite (or -Infinity to ban a token)");
+  }
 
   auto s = std::make_unique<Sequence>();
   s->tokens.assign(tokens, tokens + n);
@@ -145,6 +155,11 @@ uint64_t Engine::submit(const int32_t *tokens, int32_t n, const vt_request_param
   if (p.n_stop_ids < 0) s->stop_ids = config_.eos_token_ids;
   else s->stop_ids.assign(p.stop_ids, p.stop_ids + p.n_stop_ids);
   s->sampling = SamplingParams{p.temperature, p.top_k, p.top_p, p.min_p, p.logprobs};
+  s->processors.repetition_penalty = p.repetition_penalty;
+  s->processors.presence_penalty = p.presence_penalty;
+  s->processors.frequency_penalty = p.frequency_penalty;
+  for (int32_t i = 0; i < p.n_logit_bias; ++i) s->processors.logit_bias.emplace_back(p.logit_bias_ids[i], p.logit_bias_values[i]);
+  s->prompt_logprobs = p.prompt_logprobs != 0;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) fail(VT_ERR_INVALID_OPTION, "the engine is shutting down");
   s->id = next_id_++;
@@ -254,14 +269,28 @@ void Engine::step() {
 
   int32_t row = 0;
   std::vector<uint64_t> finished;
-  for (const auto &c : plan) {
-    if (!c.sample) continue;
+  for (size_t ci = 0; ci < plan.size(); ++ci) {
+    const ScheduledChunk &c = plan[ci];
     Sequence &s = *c.seq;
-    SampleResult r = sample(runner_->logits(row++), config_.vocab_size, s.sampling, s.rng, sampler_scratch_);
-    s.tokens.push_back(r.token);
-    ++generated_;
     vt_step_event ev{};
     ev.request_id = s.id;
+    ev.token = -1;
+    const std::vector<float> &plp = runner_->prompt_logprobs(ci);
+    if (!plp.empty()) {
+      ev.n_prompt_logprobs = int32_t(plp.size());
+      ev.prompt_logprobs_start = runner_->prompt_logprobs_start(ci);
+      ev.prompt_logprobs = plp.data();  // lives in the runner until the next step
+    }
+    if (!c.sample) {
+      if (ev.n_prompt_logprobs) events.push_back(ev);
+      continue;
+    }
+    float *logits = runner_->logits(row++);
+    if (s.processors.active())
+      apply_logits_processors(s.processors, s.tokens, s.n_prompt, logits, config_.vocab_size, counts_scratch_);
+    SampleResult r = sample(logits, config_.vocab_size, s.sampling, s.rng, sampler_scratch_);
+    s.tokens.push_back(r.token);
+    ++generated_;
     ev.token = r.token;
     ev.logprob = r.logprob;
     ev.n_top = r.n_top;

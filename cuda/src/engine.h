@@ -68,6 +68,7 @@ class Engine {
   std::atomic<int32_t> waiting_{0}, running_{0};
   std::atomic<int64_t> steps_{0}, generated_{0}, preemptions_{0}, blocks_used_{0};
   SamplerScratch sampler_scratch_;
+  std::vector<int32_t> counts_scratch_;
   std::thread thread_;
 };
 

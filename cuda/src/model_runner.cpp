@@ -1,6 +1,7 @@
 #include "model_runner.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace vt {
 
@@ -48,9 +49,41 @@ void ModelRunner::run(const std::vector<ScheduledChunk> &plan) {
   b.slots = slots_.data();
   b.attn = cpu::AttentionBatch{int32_t(plan.size()), seq_q_start_.data(), seq_pos0_.data(), block_tables_.data(),
                                int32_t(max_blocks), bs};
-  b.n_logits = int32_t(logit_rows_.size());
-  b.logit_rows = logit_rows_.data();
-  model_->forward(b, kv_, logits_.data());
+  model_->forward(b, kv_);
+  model_->project(logit_rows_.data(), int32_t(logit_rows_.size()), logits_.data());
+
+  prompt_lp_.assign(plan.size(), {});
+  prompt_lp_start_.assign(plan.size(), 0);
+  for (size_t s = 0; s < plan.size(); ++s)
+    if (plan[s].seq->prompt_logprobs) teacher_force(s, plan[s], seq_q_start_[s]);
+}
+
+// Row j of a chunk (position pos0 + j) predicts prompt token pos0 + j + 1. Those logits are projected a few
+// rows at a time, so a long prompt never needs a (prompt, vocab) buffer.
+void ModelRunner::teacher_force(size_t c, const ScheduledChunk &chunk, int32_t first_row) {
+  constexpr int32_t kPromptBlock = 16;
+  Sequence &seq = *chunk.seq;
+  const int32_t lo = std::max(seq.prompt_logprobs_done, chunk.pos0 + 1);   // first target index to report
+  const int32_t hi = std::min(seq.n_prompt, chunk.pos0 + chunk.n_tokens + 1);  // one past the last target
+  prompt_lp_start_[c] = lo;
+  if (hi <= lo) return;
+  block_logits_.resize(size_t(kPromptBlock) * vocab_);
+  std::vector<int32_t> rows;
+  for (int32_t t0 = lo; t0 < hi; t0 += kPromptBlock) {
+    const int32_t n = std::min(kPromptBlock, hi - t0);
+    rows.clear();
+    for (int32_t i = 0; i < n; ++i) rows.push_back(first_row + (t0 + i - 1 - chunk.pos0));
+    model_->project(rows.data(), n, block_logits_.data());
+    for (int32_t i = 0; i < n; ++i) {
+      const float *l = block_logits_.data() + int64_t(i) * vocab_;
+      float mx = l[0];
+      for (int32_t v = 1; v < vocab_; ++v) mx = std::max(mx, l[v]);
+      double sum = 0;
+      for (int32_t v = 0; v < vocab_; ++v) sum += std::exp(double(l[v] - mx));
+      prompt_lp_[c].push_back(float(double(l[seq.tokens[t0 + i]] - mx) - std::log(sum)));
+    }
+  }
+  seq.prompt_logprobs_done = hi;
 }
 
 }  // namespace vt

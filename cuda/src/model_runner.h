@@ -15,9 +15,13 @@ class ModelRunner {
  public:
   ModelRunner(std::unique_ptr<DenseDecoder> model, KvCache &kv, int32_t vocab, int32_t max_tokens, int32_t max_seqs);
 
-  // Runs the plan; afterwards logits(i) is the row of the i-th chunk with sample == true, in plan order.
+  // Runs the plan; afterwards logits(i) is the row of the i-th chunk with sample == true, in plan order, and
+  // prompt_logprobs(c) holds chunk c's teacher-forced logprobs (for sequences that asked), starting at prompt
+  // index prompt_logprobs_start(c).
   void run(const std::vector<ScheduledChunk> &plan);
-  const float *logits(int32_t i) const { return logits_.data() + int64_t(i) * vocab_; }
+  float *logits(int32_t i) { return logits_.data() + int64_t(i) * vocab_; }
+  const std::vector<float> &prompt_logprobs(size_t c) const { return prompt_lp_[c]; }
+  int32_t prompt_logprobs_start(size_t c) const { return prompt_lp_start_[c]; }
 
  private:
   std::unique_ptr<DenseDecoder> model_;
@@ -28,6 +32,10 @@ class ModelRunner {
   std::vector<int32_t> block_tables_;                 // (n_seqs, max_blocks)
   std::vector<int32_t> logit_rows_;                   // (n_sampled)
   std::vector<float> logits_;                         // (n_sampled, vocab)
+  std::vector<std::vector<float>> prompt_lp_;         // per chunk
+  std::vector<int32_t> prompt_lp_start_;              // per chunk
+  std::vector<float> block_logits_;                   // (kPromptBlock, vocab) scratch for teacher forcing
+  void teacher_force(size_t c, const ScheduledChunk &chunk, int32_t first_row);
 };
 
 }  // namespace vt

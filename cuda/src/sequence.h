@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "logits_processors.h"
 #include "sampling.h"
 
 namespace vt {
@@ -19,7 +20,10 @@ struct Sequence {
   int32_t max_tokens = 0;
   std::vector<int32_t> stop_ids;
   SamplingParams sampling;
+  LogitsProcessors processors;
   Rng rng;
+  bool prompt_logprobs = false;     // teacher forcing: report logprobs of prompt tokens 1 .. n_prompt-1
+  int32_t prompt_logprobs_done = 1; // next prompt index to report (survives preemption, so none is sent twice)
 
   int32_t n_generated() const { return int32_t(tokens.size()) - n_prompt; }
   int32_t n_pending() const { return int32_t(tokens.size()) - n_computed; }  // tokens still to run

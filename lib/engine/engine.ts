@@ -4,13 +4,33 @@
  * @module
  */
 import path from 'node:path';
-import { AbortError, DisposedError, InternalError, InvalidOptionError, fromNativeError } from '../errors.js';
+import type { ChatMessage, ChatTemplateOptions } from '../chat/template.js';
+import { AbortError, DisposedError, InternalError, InvalidOptionError, NoTokenizerError, fromNativeError } from '../errors.js';
 import { Generation, type GenerationInit } from '../generation/generation.js';
-import { type GenerateInput, type GenerateOptions, validateGenerateInput, validateGenerateOptions } from '../generation/options.js';
+import {
+  type GenerateInput,
+  type GenerateOptions,
+  inputForm,
+  validateGenerateInput,
+  validateGenerateOptions,
+  validateTextOptions,
+} from '../generation/options.js';
+import { TextLayer } from '../tokenizer/text-layer.js';
+import type { DetokenizeOptions, TokenizeOptions } from '../tokenizer/tokenizer.js';
 import { type NativeAddon, type NativeEngine, NativeFinish, type NativeStepEvent, nativeAddon } from '../native/addon.js';
-import { show } from '../validation.js';
+import { show, tokenIdsOption } from '../validation.js';
 import { type LoadOptions, validateLoadOptions } from './load-options.js';
 import { type EngineStats, type ModelInfo, toEngineStats, toModelInfo } from './model-info.js';
+import type { ScoreResult } from './score.js';
+import { DEFAULT_MODEL_DIR } from './default-model.js';
+import { type GenerationDefaults, readGenerationDefaults } from '../generation/defaults.js';
+
+/** The checkpoint's defaults under the caller's options (anything but a plain object goes to the validator as is). */
+function withDefaults(defaults: GenerationDefaults, options: unknown): unknown {
+  if (options === undefined) return { ...defaults };
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) return options;
+  return { ...defaults, ...options };
+}
 
 /**
  * A loaded model, ready to generate. Create one with {@link Engine.load}; free it with {@link Engine.dispose} (or
@@ -22,20 +42,34 @@ export class Engine implements AsyncDisposable {
   /** Facts about the loaded model. */
   readonly modelInfo: ModelInfo;
   readonly #native: NativeEngine;
+  /** The tokenizer and chat template; undefined when the checkpoint has no tokenizer.json. */
+  readonly #text: TextLayer | undefined;
   /** Generations the engine has not finished yet, by native request id. */
   readonly #live = new Map<number, Generation>();
   #disposed = false;
   #disposal: Promise<void> | undefined;
 
-  private constructor(native: NativeEngine, modelInfo: ModelInfo) {
+  /**
+   * The sampling settings `generate()` uses for options you leave out: the checkpoint's generation_config.json
+   * as transformers reads it (greedy unless it sets `do_sample: true`).
+   */
+  readonly generationDefaults: Readonly<GenerationDefaults>;
+
+  private constructor(native: NativeEngine, modelInfo: ModelInfo, text: TextLayer | undefined, defaults: GenerationDefaults) {
     this.#native = native;
-    this.modelInfo = modelInfo;
+    this.generationDefaults = Object.freeze({ ...defaults });
+    this.#text = text;
+    // The default stop ids also hold the tokenizer's EOS and its template's end-of-turn token (Qwen's <|im_end|>).
+    const eos = text ? text.stopTokenIds(modelInfo.eosTokenIds).slice(0, 16) : modelInfo.eosTokenIds;
+    this.modelInfo = Object.freeze({ ...modelInfo, eosTokenIds: Object.freeze([...eos]) });
   }
 
   /**
    * Loads a Hugging Face checkpoint folder (`config.json`, `*.safetensors`, …) on a worker thread.
    *
-   * @param dir - the checkpoint folder, absolute or relative to the current directory.
+   * @param dir - the checkpoint folder, absolute or relative to the current directory. Leave it out (pass the
+   * options first, or nothing) to load the packaged default model ({@link DEFAULT_MODEL_DIR}): a tiny Qwen3 trained
+   * on Python's standard library, for trying the SDK out.
    * @param options - see {@link LoadOptions}.
    * @returns the engine, once the weights are in place and the KV pool is allocated.
    * @throws (rejects with) an {@link EngineError}: {@link InvalidOptionError} for bad options,
@@ -56,7 +90,12 @@ export class Engine implements AsyncDisposable {
    * console.log(engine.modelInfo.architecture, engine.device);
    * ```
    */
-  static async load(dir: string, options?: LoadOptions): Promise<Engine> {
+  static async load(options?: LoadOptions): Promise<Engine>;
+  static async load(dir: string, options?: LoadOptions): Promise<Engine>;
+  static async load(dirOrOptions?: string | LoadOptions, maybeOptions?: LoadOptions): Promise<Engine> {
+    const useDefault = dirOrOptions === undefined || (typeof dirOrOptions === 'object' && dirOrOptions !== null);
+    const dir = useDefault ? DEFAULT_MODEL_DIR : dirOrOptions;
+    const options = useDefault ? (dirOrOptions as LoadOptions | undefined) : maybeOptions;
     const params = validateLoadOptions(options);
     if (typeof dir !== 'string' || dir.length === 0) {
       throw new InvalidOptionError(`Engine.load needs the path of a checkpoint folder (with config.json), got ${show(dir)}.`);
@@ -85,6 +124,12 @@ export class Engine implements AsyncDisposable {
     };
 
     signal?.addEventListener('abort', stop, { once: true });
+    // The tokenizer loads on the JS thread while the weights load natively; its failure waits for the native load.
+    const defaultsLoad = readGenerationDefaults(path.resolve(dir));
+    const textLoad = TextLayer.load(path.resolve(dir)).then(
+      (text) => ({ text }),
+      (error: unknown) => ({ error }),
+    );
     let native: NativeEngine;
     try {
       native = await addon.loadEngine(path.resolve(dir), params, progress, onStep, cancel);
@@ -102,8 +147,10 @@ export class Engine implements AsyncDisposable {
       if (progressFailure) throw progressFailure.error;
       throw new AbortError('Engine.load was aborted; the model it had loaded was freed.', { cause: signal?.reason });
     }
+    const text = await textLoad;
     try {
-      engine = new Engine(native, toModelInfo(native.modelInfo()));
+      if ('error' in text) throw text.error;
+      engine = new Engine(native, toModelInfo(native.modelInfo()), text.text, await defaultsLoad);
     } catch (err) {
       await native.dispose().catch(() => {});
       throw fromNativeError(err);
@@ -146,14 +193,19 @@ export class Engine implements AsyncDisposable {
     this.#checkLive('generate');
     const startedAt = performance.now();
     const limits = { maxContext: this.modelInfo.maxContext, vocabSize: this.modelInfo.vocabSize };
-    const tokens = validateGenerateInput(input, limits);
-    const params = validateGenerateOptions(options, limits);
+    const form = inputForm(input);
+    const params = validateGenerateOptions(withDefaults(this.generationDefaults, options), limits);
+    const { stop, skipSpecialTokens } = validateTextOptions(options);
+    if (form.form !== 'tokens' || stop.length > 0) this.#textLayer(form.form === 'tokens' ? 'generate() with stop strings' : 'generate()');
+    const tokens = form.form === 'tokens' ? validateGenerateInput(input, limits) : this.#text!.promptIds(form, limits);
+    params.stopTokenIds ??= [...this.modelInfo.eosTokenIds];
     const init: Omit<GenerationInit, 'requestAbort' | 'submittedAt'> = {
       promptTokens: tokens.length,
       logprobs: params.logprobs > 0,
       eosTokenIds: this.modelInfo.eosTokenIds,
       signal: options?.signal,
       startedAt,
+      text: this.#text?.textOutput(stop, skipSpecialTokens),
     };
     if (options?.signal?.aborted) {
       // Aborted before it started: the same outcome as any abort (an empty result), without touching the engine.
@@ -170,6 +222,108 @@ export class Engine implements AsyncDisposable {
     const gen = new Generation({ ...init, submittedAt: performance.now(), requestAbort: () => this.#abort(id) });
     this.#live.set(id, gen);
     return gen;
+  }
+
+  /**
+   * Scores a sequence under the model by teacher forcing: the logprob of every token given the ones before it,
+   * computed in the engine's batch like any request. Takes the same inputs as {@link Engine.generate}: token ids,
+   * a prompt (tokenized as `generate` would) or messages (rendered with the chat template); the sequence may be as
+   * long as `maxContext`.
+   *
+   * @example
+   * ```ts
+   * const { meanNll, perplexity } = await engine.score({ tokens: ids });
+   * ```
+   * @throws {@link InvalidOptionError} for fewer than two tokens; {@link ContextOverflowError} when the sequence does
+   * not fit `maxContext`; {@link AbortError} if the engine is disposed meanwhile.
+   */
+  async score(input: GenerateInput): Promise<ScoreResult> {
+    this.#checkLive('score');
+    // Scoring generates nothing, so the sequence may fill the context exactly.
+    const limits = { maxContext: this.modelInfo.maxContext + 1, vocabSize: this.modelInfo.vocabSize };
+    const form = inputForm(input);
+    if (form.form !== 'tokens') this.#textLayer('score()');
+    const tokens = form.form === 'tokens' ? validateGenerateInput(input, limits) : this.#text!.promptIds(form, limits);
+    if (tokens.length < 2) throw new InvalidOptionError('score() needs at least two tokens: the first has nothing to predict it.');
+    const params = { ...validateGenerateOptions({ maxTokens: 1, stopTokenIds: [] }, limits), promptLogprobs: true };
+    let id: number;
+    try {
+      id = this.#native.submit(tokens, params);
+    } catch (err) {
+      throw fromNativeError(err);
+    }
+    const now = performance.now();
+    const gen = new Generation({
+      promptTokens: tokens.length, logprobs: false, eosTokenIds: [], startedAt: now, submittedAt: now,
+      requestAbort: () => this.#abort(id),
+    });
+    this.#live.set(id, gen);
+    const result = await gen;
+    const logprobs = gen._promptLogprobs;
+    if (result.finishReason === 'abort' || logprobs.length !== tokens.length - 1) {
+      throw new AbortError('score() ended before the whole sequence was scored (the engine was disposed?).');
+    }
+    const meanNll = -logprobs.reduce((a, b) => a + b, 0) / logprobs.length;
+    return { tokenIds: Array.from(tokens), logprobs, meanNll, perplexity: Math.exp(meanNll) };
+  }
+
+  /**
+   * Token ids of `text`, with the checkpoint's tokenizer, exactly as the Hugging Face `tokenizers` library (and
+   * transformers' `tokenizer(text, add_special_tokens=special)`) computes them.
+   *
+   * @param text - any string ('' gives no ids, or only the added special tokens).
+   * @param options - `special` (default `true`): add the tokenizer's own special tokens (BOS for Llama/Mistral);
+   * special-token strings inside `text` are matched as special tokens either way. See {@link TokenizeOptions}.
+   * @throws {@link NoTokenizerError} when the checkpoint has no `tokenizer.json`; {@link InvalidOptionError} for a
+   * non-string.
+   *
+   * @example
+   * ```ts
+   * const ids = engine.tokenize('Hello, world!'); // Qwen3: [9707, 11, 1879, 0]
+   * ```
+   */
+  tokenize(text: string, options?: TokenizeOptions): number[] {
+    const layer = this.#textLayer('tokenize');
+    if (typeof text !== 'string') throw new InvalidOptionError(`tokenize() needs a string, got ${show(text)}.`);
+    return layer.tokenize(text, booleanOption(options, 'special', 'tokenize') ?? true);
+  }
+
+  /**
+   * The text of token ids. Decoding is plain: no clean-up of spaces before punctuation, so
+   * `detokenize(tokenize(s, { special: false })) === s` for every string that the tokenizer does not normalize.
+   * Ids the tokenizer does not know (rows of the embedding past its vocabulary) decode to nothing.
+   *
+   * @param ids - token ids.
+   * @param options - `skipSpecial` (default `false`): leave special tokens out. See {@link DetokenizeOptions}.
+   * @throws {@link NoTokenizerError} when the checkpoint has no `tokenizer.json`; {@link InvalidOptionError} for ids
+   * that are not non-negative integers.
+   */
+  detokenize(ids: readonly number[], options?: DetokenizeOptions): string {
+    const layer = this.#textLayer('detokenize');
+    const checked = tokenIdsOption('ids', ids);
+    return layer.detokenize(checked, booleanOption(options, 'skipSpecial', 'detokenize') ?? false);
+  }
+
+  /**
+   * Renders a chat with the checkpoint's chat template (Jinja, from `tokenizer_config.json` or
+   * `chat_template.jinja`), exactly as transformers' `apply_chat_template(messages, tokenize=False, ...)` does.
+   *
+   * @param messages - the conversation: `{ role, content }` objects.
+   * @param options - `addGenerationPrompt` (default `false`) appends the header of an assistant turn; every other
+   * field is a template variable, such as `enable_thinking: false` for Qwen3. See {@link ChatTemplateOptions}.
+   * @throws {@link NoTokenizerError} without a tokenizer; {@link NoChatTemplateError} when the tokenizer has no chat
+   * template; {@link InvalidOptionError} for malformed messages or when the template rejects them.
+   *
+   * @example
+   * ```ts
+   * const prompt = engine.applyChatTemplate(
+   *   [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi!' }],
+   *   { addGenerationPrompt: true, enable_thinking: false },
+   * );
+   * ```
+   */
+  applyChatTemplate(messages: readonly ChatMessage[], options?: ChatTemplateOptions): string {
+    return this.#textLayer('applyChatTemplate').applyChatTemplate(messages, options);
   }
 
   /** The engine's live counters: KV blocks in use, queued and running requests, steps. */
@@ -223,11 +377,35 @@ export class Engine implements AsyncDisposable {
     if (!this.#disposed && this.#live.has(id)) this.#native.abort(id);
   }
 
+  #textLayer(method: string): TextLayer {
+    this.#checkLive(method.replace(/\(.*$/, ''));
+    if (!this.#text) {
+      throw new NoTokenizerError(
+        `${method} needs a tokenizer, and this checkpoint has no tokenizer.json. Copy the model's tokenizer.json ` +
+          '(and tokenizer_config.json) into its folder, or give prompts as token ids ({ tokens }).',
+      );
+    }
+    return this.#text;
+  }
+
   #checkLive(method: string): void {
     if (this.#disposed) {
       throw new DisposedError(`Engine.${method}() was called after dispose(). Load a new engine with Engine.load().`);
     }
   }
+}
+
+/** An optional boolean field of an options object. */
+function booleanOption(options: unknown, name: string, method: string): boolean | undefined {
+  if (options === undefined) return undefined;
+  if (options === null || typeof options !== 'object') {
+    throw new InvalidOptionError(`The options of ${method}() must be an object, got ${show(options)}.`);
+  }
+  const value = (options as Record<string, unknown>)[name];
+  if (value !== undefined && typeof value !== 'boolean') {
+    throw new InvalidOptionError(`Option "${name}" of ${method}() must be a boolean, got ${show(value)}.`);
+  }
+  return value as boolean | undefined;
 }
 
 function loadAddon(): NativeAddon {

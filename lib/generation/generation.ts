@@ -6,6 +6,7 @@ import { EventEmitter } from 'eventemitter3';
 import { type EngineError, InternalError, InvalidOptionError } from '../errors.js';
 import { NativeFinish, type NativeStepEvent } from '../native/addon.js';
 import type { FinishReason, GenerationChunk, GenerationResult, GenerationUsage, TokenLogprob } from './result.js';
+import type { TextOutput } from './text-output.js';
 
 /** The events a {@link Generation} emits, with their arguments. */
 export interface GenerationEvents {
@@ -27,6 +28,8 @@ export interface GenerationInit {
   eosTokenIds: readonly number[];
   /** Asks the engine to end the request; the engine answers with an Abort finish event. */
   requestAbort: () => void;
+  /** The text side (detokenizer and stop strings), when the engine has a tokenizer. */
+  text?: TextOutput;
   signal?: AbortSignal;
   /** performance.now() when generate() was called, and when the request was submitted. */
   startedAt: number;
@@ -167,19 +170,25 @@ export class Generation
   /** @internal Feeds one of this request's step events, in the engine's order. */
   _push(event: NativeStepEvent): void {
     if (this.#outcome) return;
-    if (event.token >= 0) this.#addToken(event);
-    if (event.finish !== NativeFinish.None) this.#finish(event);
+    if (event.promptLogprobs) this._promptLogprobs.push(...event.promptLogprobs);
+    const finishing = event.finish !== NativeFinish.None;
+    if (event.token >= 0) this.#addToken(event, finishing);
+    if (finishing && !this.#outcome) this.#finish(event);
   }
+
+  /** @internal Teacher-forced logprobs of prompt tokens 1.., when the request asked for them (Engine.score). */
+  readonly _promptLogprobs: number[] = [];
 
   /** @internal Ends the generation as aborted when the engine will not report it (disposed, or never submitted). */
   _abandon(): void {
     if (this.#outcome) return;
+    this.#flushText();
     this.#complete('abort', { promptTokens: this.#init.promptTokens, completionTokens: this.#tokenIds.length });
   }
 
   #onSignalAbort = (): void => this.abort();
 
-  #addToken(event: NativeStepEvent): void {
+  #addToken(event: NativeStepEvent, finishing: boolean): void {
     const now = performance.now();
     this.#firstTokenAt ??= now;
     this.#lastTokenAt = now;
@@ -190,6 +199,27 @@ export class Generation
       this.#logprobs.push(logprob);
       chunk.logprobs = [logprob];
     }
+    const text = this.#init.text;
+    if (text) {
+      // The stop or EOS id that ends the generation stays in tokenIds but adds nothing to the text.
+      chunk.text = finishing && event.finish === NativeFinish.Eos ? '' : text.push([event.token]);
+      if (finishing) chunk.text += text.finish();
+    }
+    this.#deliver(chunk);
+    if (text?.stopped && !finishing) {
+      // A stop string: the text is complete; end now and let the engine drop the request.
+      this.#complete('stop', { promptTokens: this.#init.promptTokens, completionTokens: this.#tokenIds.length });
+      this.#init.requestAbort();
+    }
+  }
+
+  /** Emits, as a last chunk without ids, the text still held back when the generation ends without a token. */
+  #flushText(): void {
+    const tail = this.#init.text?.finish();
+    if (tail) this.#deliver({ tokenIds: [], text: tail });
+  }
+
+  #deliver(chunk: GenerationChunk): void {
     if (!this.#iteratorClosed) {
       const waiter = this.#waiters.shift();
       if (waiter) waiter.resolve({ done: false, value: chunk });
@@ -199,6 +229,7 @@ export class Generation
   }
 
   #finish(event: NativeStepEvent): void {
+    if (event.finish !== NativeFinish.Error) this.#flushText();
     const usage: GenerationUsage = {
       promptTokens: event.promptTokens ?? this.#init.promptTokens,
       completionTokens: event.completionTokens ?? this.#tokenIds.length,
@@ -209,7 +240,8 @@ export class Generation
         return this.#complete(last === undefined || this.#eos.has(last) ? 'eos' : 'stop', usage);
       }
       case NativeFinish.Length:
-        return this.#complete('length', usage);
+        // A stop string completed by the very last token still cut the text there.
+        return this.#complete(this.#init.text?.stopped ? 'stop' : 'length', usage);
       case NativeFinish.Abort:
         return this.#complete('abort', usage);
       case NativeFinish.Error:
@@ -231,6 +263,7 @@ export class Generation
       usage,
       timings: this.#timings(),
     };
+    if (this.#init.text) result.text = this.#init.text.text;
     if (this.#logprobs) result.logprobs = [...this.#logprobs];
     this.#settle({ result });
     this.#resolve(result);

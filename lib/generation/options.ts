@@ -3,6 +3,7 @@
  * request parameters.
  * @module
  */
+import type { ChatMessage } from '../chat/template.js';
 import { ContextOverflowError, InvalidOptionError } from '../errors.js';
 import type { NativeRequestParams } from '../native/addon.js';
 import {
@@ -23,10 +24,31 @@ export interface TokensInput {
 }
 
 /**
- * What to generate from. In this release a prompt is given as token ids ({@link TokensInput}); text prompts and
- * chat messages will join this union.
+ * A prompt given as text. It is tokenized as `engine.tokenize(prompt)` does, with the tokenizer's special tokens
+ * added (the BOS of Llama and Mistral), as transformers' `tokenizer(prompt)` does.
  */
-export type GenerateInput = TokensInput;
+export interface PromptInput {
+  /** The prompt text, used as it is (no chat template). */
+  prompt: string;
+}
+
+/**
+ * A chat: the messages are rendered with the checkpoint's chat template (`engine.applyChatTemplate(messages,
+ * { addGenerationPrompt: true, ...templateVars })`) and the result is tokenized without adding special tokens
+ * again, as transformers' `apply_chat_template(messages, add_generation_prompt=True, tokenize=True)` does.
+ */
+export interface MessagesInput {
+  /** The conversation so far; the model writes the next assistant turn. */
+  messages: readonly ChatMessage[];
+  /** Extra variables for the chat template, such as `{ enable_thinking: false }` for Qwen3. */
+  templateVars?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * What to generate from: token ids ({@link TokensInput}), text ({@link PromptInput}) or a chat
+ * ({@link MessagesInput}). Text and chats need a checkpoint with a tokenizer (`tokenizer.json`).
+ */
+export type GenerateInput = TokensInput | PromptInput | MessagesInput;
 
 /** Options of `engine.generate()`. Every field is optional; an unknown field is an error, so a typo is caught. */
 export interface GenerateOptions {
@@ -52,6 +74,39 @@ export interface GenerateOptions {
    * model's end-of-sequence ids. `[]` turns stopping off, so only `maxTokens` and the context length end it.
    */
   stopTokenIds?: readonly number[];
+  /**
+   * Strings that end the generation when its text reaches one of them (at most 16, none empty). The text stops
+   * right before the stop string, which is never emitted, even in part: text that could be the start of one is
+   * held back until it is known not to be. The result's `finishReason` is `'stop'`; its `tokenIds` run up to the
+   * token that completed the stop string. Needs a tokenizer.
+   */
+  stop?: readonly string[];
+  /**
+   * Whether the generated text leaves special tokens out (as `detokenize(ids, { skipSpecial: true })`). Default
+   * `true`. Only the text is affected: `tokenIds` always holds every id.
+   */
+  skipSpecialTokens?: boolean;
+  /**
+   * Divides positive logits (multiplies negative ones) of every token already in the prompt or the output by this
+   * factor, as transformers' `repetition_penalty`: above 1 discourages repeats. Greater than 0; default 1 (off).
+   */
+  repetitionPenalty?: number;
+  /**
+   * Subtracted once from the logit of every token already generated (OpenAI's `presence_penalty`): positive values
+   * push towards new tokens. A finite number; default 0 (off).
+   */
+  presencePenalty?: number;
+  /**
+   * Subtracted from the logit of every token already generated, times the number of times it was generated
+   * (OpenAI's `frequency_penalty`). A finite number; default 0 (off).
+   */
+  frequencyPenalty?: number;
+  /**
+   * Added to the logits of the given token ids before sampling (OpenAI's `logit_bias`), such as
+   * `{ 151645: -100 }` to make a token (almost) impossible. Keys are token ids of the model's vocabulary; values
+   * are finite numbers, or `-Infinity` to ban a token outright.
+   */
+  logitBias?: Readonly<Record<number, number>>;
   /** Aborting it ends the generation as `abort()` does: the result resolves with the tokens so far. */
   signal?: AbortSignal;
 }
@@ -66,6 +121,8 @@ export interface ModelLimits {
 const MAX_STOP_IDS = 16;
 /** How many top alternatives the native engine reports at most (VT_MAX_TOP_LOGPROBS). */
 const MAX_LOGPROBS = 20;
+/** How many stop strings a generation may have. */
+const MAX_STOP_STRINGS = 16;
 
 const KNOWN_KEYS: readonly (keyof GenerateOptions)[] = [
   'maxTokens',
@@ -76,6 +133,12 @@ const KNOWN_KEYS: readonly (keyof GenerateOptions)[] = [
   'seed',
   'logprobs',
   'stopTokenIds',
+  'stop',
+  'skipSpecialTokens',
+  'repetitionPenalty',
+  'presencePenalty',
+  'frequencyPenalty',
+  'logitBias',
   'signal',
 ];
 
@@ -132,5 +195,110 @@ export function validateGenerateOptions(options: unknown, limits: ModelLimits = 
     }
     params.stopTokenIds = [...stop];
   }
+  const repetitionPenalty = numberOption('repetitionPenalty', o.repetitionPenalty, 'greater than 0 (1 = off)', (n) => n > 0);
+  if (repetitionPenalty !== undefined) params.repetitionPenalty = repetitionPenalty;
+  const presencePenalty = numberOption('presencePenalty', o.presencePenalty, '(finite; 0 = off)', () => true);
+  if (presencePenalty !== undefined) params.presencePenalty = presencePenalty;
+  const frequencyPenalty = numberOption('frequencyPenalty', o.frequencyPenalty, '(finite; 0 = off)', () => true);
+  if (frequencyPenalty !== undefined) params.frequencyPenalty = frequencyPenalty;
+  if (o.logitBias !== undefined) params.logitBias = logitBiasOption(o.logitBias, limits.vocabSize);
   return params;
+}
+
+/**
+ * The text options of `generate()` (they act in TS, not in the native request): stop strings and whether the text
+ * skips special tokens.
+ * @throws InvalidOptionError naming the option.
+ * @internal
+ */
+export function validateTextOptions(options: unknown): { stop: string[]; skipSpecialTokens: boolean } {
+  const o = optionsRecord(options, 'generate() options');
+  const skip = o.skipSpecialTokens;
+  if (skip !== undefined && typeof skip !== 'boolean') {
+    throw new InvalidOptionError(`Option "skipSpecialTokens" must be a boolean, got ${show(skip)}.`);
+  }
+  const stop = o.stop;
+  if (stop !== undefined) {
+    if (!Array.isArray(stop) || stop.length > MAX_STOP_STRINGS) {
+      throw new InvalidOptionError(`Option "stop" must be an array of at most ${MAX_STOP_STRINGS} strings, got ${show(stop)}.`);
+    }
+    stop.forEach((s: unknown, i) => {
+      if (typeof s !== 'string' || s.length === 0) {
+        throw new InvalidOptionError(`Option "stop" must hold non-empty strings; stop[${i}] is ${show(s)}.`);
+      }
+    });
+  }
+  return { stop: stop === undefined ? [] : [...(stop as string[])], skipSpecialTokens: skip ?? true };
+}
+
+/** logitBias as the native [id, bias] pairs, in ascending id order. */
+function logitBiasOption(value: unknown, vocabSize: number | undefined): Array<[number, number]> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || value instanceof Map) {
+    throw new InvalidOptionError(`Option "logitBias" must be an object of token id → bias, such as { 42: -100 }, got ${show(value)}.`);
+  }
+  const limit = vocabSize ?? INT32_MAX + 1;
+  const pairs: Array<[number, number]> = [];
+  for (const [key, bias] of Object.entries(value as Record<string, unknown>)) {
+    const id = /^(0|[1-9][0-9]*)$/.test(key) ? Number(key) : Number.NaN;
+    if (!Number.isSafeInteger(id) || id >= limit) {
+      const allowed = vocabSize === undefined ? 'a non-negative integer' : `an integer from 0 to ${vocabSize - 1} (the model's vocabulary)`;
+      throw new InvalidOptionError(`Option "logitBias" has the key ${show(key)}; keys must be token ids, ${allowed}.`);
+    }
+    if (typeof bias !== 'number' || !(Number.isFinite(bias) || bias === Number.NEGATIVE_INFINITY)) {
+      throw new InvalidOptionError(
+        `Option "logitBias" maps token ${id} to ${show(bias)}; biases must be finite numbers (or -Infinity, which bans the token).`,
+      );
+    }
+    pairs.push([id, bias]);
+  }
+  return pairs.sort((a, b) => a[0] - b[0]);
+}
+
+/** The form of a `generate()` input, checked only as far as telling the forms apart. @internal */
+export type InputForm =
+  | { form: 'tokens' }
+  | { form: 'prompt'; prompt: string }
+  | { form: 'messages'; messages: unknown; templateVars: Record<string, unknown> };
+
+/**
+ * Tells which form of {@link GenerateInput} `input` is, and checks the text forms' fields.
+ * @throws InvalidOptionError for an input of no known form.
+ * @internal
+ */
+export function inputForm(input: unknown): InputForm {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+    throw new InvalidOptionError(
+      `The input of generate() must be an object: { prompt: 'text' }, { messages: [...] } or { tokens: [...] }, got ${show(input)}.`,
+    );
+  }
+  const record = input as Record<string, unknown>;
+  if ('tokens' in record) return { form: 'tokens' };
+  if ('prompt' in record) {
+    rejectUnknownKeys(record, ['prompt'], 'generate() input');
+    if (typeof record.prompt !== 'string') {
+      throw new InvalidOptionError(`Option "prompt" must be a string, got ${show(record.prompt)}.`);
+    }
+    return { form: 'prompt', prompt: record.prompt };
+  }
+  if ('messages' in record) {
+    rejectUnknownKeys(record, ['messages', 'templateVars'], 'generate() input');
+    const vars = optionsRecord(record.templateVars, 'Option "templateVars"');
+    if ('addGenerationPrompt' in vars || 'add_generation_prompt' in vars) {
+      throw new InvalidOptionError('Option "templateVars" cannot set the generation prompt: generate() always adds it.');
+    }
+    return { form: 'messages', messages: record.messages, templateVars: vars };
+  }
+  throw new InvalidOptionError(
+    'The input of generate() must have "prompt" (text), "messages" (a chat) or "tokens" (token ids), got an object ' +
+      `with ${Object.keys(record).length ? Object.keys(record).map(show).join(', ') : 'no keys'}.`,
+  );
+}
+
+/**
+ * Checks the token ids a text input tokenized to: at least one, with room for a new token in the context.
+ * @internal
+ */
+export function checkPromptIds(ids: readonly number[], limits: ModelLimits, what: string): Int32Array {
+  if (ids.length === 0) throw new InvalidOptionError(`The ${what} tokenized to no tokens: give a non-empty prompt.`);
+  return validateGenerateInput({ tokens: ids }, limits);
 }

@@ -23,8 +23,17 @@ export interface TokenLogprob {
 
 /** The tokens one engine step produced for a generation: usually one. */
 export interface GenerationChunk {
-  /** The new token ids, in order. */
+  /**
+   * The new token ids, in order. Empty only in a generation's last chunk when that chunk only carries text held
+   * back until the end.
+   */
   tokenIds: number[];
+  /**
+   * The text that became final with this chunk; present when the engine has a tokenizer. It may be `''`: text is
+   * held back while a character is incomplete (one emoji or CJK character can span several byte-level tokens) and
+   * while it could be the start of a `stop` string. The chunks' texts add up to the result's `text`.
+   */
+  text?: string;
   /** One entry per id of `tokenIds`; present only when the generation was started with `logprobs`. */
   logprobs?: TokenLogprob[];
 }
@@ -32,7 +41,8 @@ export interface GenerationChunk {
 /**
  * Why a generation ended:
  * - `'eos'`: the model produced one of its end-of-sequence ids;
- * - `'stop'`: it produced one of the `stopTokenIds` given that is not an end-of-sequence id;
+ * - `'stop'`: it produced one of the `stopTokenIds` given that is not an end-of-sequence id, or its text reached
+ *   one of the `stop` strings;
  * - `'length'`: `maxTokens` were generated, or the context is full;
  * - `'abort'`: it was aborted (`abort()`, its `signal`, leaving a `for await` loop early, or `engine.dispose()`).
  */
@@ -62,8 +72,17 @@ export interface GenerationTimings {
 
 /** What a generation settles with: `await engine.generate(...)`. */
 export interface GenerationResult {
-  /** Every generated token id, in order. A stop or end-of-sequence id that ended the generation is the last one. */
+  /**
+   * Every generated token id, in order. A stop or end-of-sequence id that ended the generation is the last one;
+   * after a `stop` string, the ids run up to the token that completed it.
+   */
   tokenIds: number[];
+  /**
+   * The generated text; present when the engine has a tokenizer. It is the ids decoded (special tokens left out
+   * unless `skipSpecialTokens: false`) without the id that ended the generation, and cut before the first `stop`
+   * string.
+   */
+  text?: string;
   /** Why it ended. */
   finishReason: FinishReason;
   /** Token counts. */

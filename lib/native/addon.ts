@@ -46,6 +46,11 @@ export interface NativeRequestParams {
   seed?: number; // integer in [0, 2^53); absent = the engine draws one
   logprobs: number;
   stopTokenIds?: number[]; // absent = the model's eos ids; [] = none
+  repetitionPenalty?: number; // > 0; 1 = off (transformers' RepetitionPenaltyLogitsProcessor, over prompt + output)
+  presencePenalty?: number; // 0 = off (OpenAI semantics, over generated tokens)
+  frequencyPenalty?: number; // 0 = off (OpenAI semantics, over generated tokens)
+  logitBias?: Array<[tokenId: number, bias: number]>; // added to the raw logits before everything else
+  promptLogprobs?: boolean; // report the logprob of every prompt token after the first (teacher forcing)
 }
 
 /** @internal Finish codes, as vt_finish. */
@@ -68,6 +73,9 @@ export interface NativeStepEvent {
   promptTokens?: number; // on the finishing event
   completionTokens?: number; // on the finishing event
   message?: string; // finish === Error
+  /** With promptLogprobs: logprobs of prompt tokens [promptLogprobsStart, promptLogprobsStart + length). */
+  promptLogprobs?: number[];
+  promptLogprobsStart?: number;
 }
 
 /** @internal */

@@ -7,6 +7,7 @@
 // Prints one line per failing check and ends with "N passed, N failed"; exits non-zero on any failure.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -21,6 +22,7 @@
 
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/thread_pool.h"
 
 using namespace vt;
@@ -166,19 +168,25 @@ void test_thread_pool() {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-void test_matmul(Isa isa, ThreadPool &pool) {
+void test_matmul(Isa isa, ThreadPool &pool, int64_t k_block = 0) {
+  matmul_set_k_block(k_block);
   struct Shape { int64_t T, K, N; };
   const Shape shapes[] = {{1, 67, 13},  {3, 67, 13},   {17, 67, 13},  {1, 64, 32},    {8, 256, 40},
                           {9, 256, 40}, {1, 1024, 70}, {5, 1000, 33}, {13, 300, 100}, {512, 67, 13},
-                          {512, 256, 67}, {64, 1030, 48}, {2, 16, 1},  {40, 3, 5}};
+                          {512, 256, 67}, {64, 1030, 48}, {2, 16, 1},  {40, 3, 5},
+                          // K % 32 == 1 and strips whose last vector is nearly full (N % 32 = 31 or 29)
+                          {1, 33, 31}, {4, 97, 63}, {20, 97, 63}, {20, 97, 29}};
   for (const Shape &sh : shapes)
     for (DType dt : {DType::F32, DType::F16, DType::BF16})
       for (bool with_bias : {false, true}) {
         auto x = randf(size_t(sh.T * sh.K));
         Weights w = rand_weights(dt, size_t(sh.N * sh.K));
         auto bias = randf(size_t(sh.N));
-        auto y = nan_vec(size_t(sh.T * sh.N));
+        // 64 poisoned floats past the end catch a store that runs over the last row.
+        auto y = nan_vec(size_t(sh.T * sh.N) + 64);
         matmul(pool, x.data(), sh.T, sh.K, w.bytes.data(), dt, sh.N, with_bias ? bias.data() : nullptr, y.data());
+        bool guard_ok = std::all_of(y.end() - 64, y.end(), [](float v) { return std::isnan(v); });
+        y.resize(y.size() - 64);
         std::vector<double> ref(y.size()), scale(y.size());
         for (int64_t t = 0; t < sh.T; ++t)
           for (int64_t n = 0; n < sh.N; ++n) {
@@ -191,10 +199,11 @@ void test_matmul(Isa isa, ThreadPool &pool) {
           }
         std::string why;
         bool ok = close(y.data(), ref.data(), scale.data(), y.size(), 1e-5, &why);
+        if (!guard_ok) ok = false, why = "wrote past the end of y";
         char name[160];
-        std::snprintf(name, sizeof name, "matmul[%s] T=%lld K=%lld N=%lld %s%s threads=%d", isa_name(isa),
-                      (long long)sh.T, (long long)sh.K, (long long)sh.N, dtype_name(dt), with_bias ? " +bias" : "",
-                      pool.size());
+        std::snprintf(name, sizeof name, "matmul[%s] T=%lld K=%lld N=%lld %s%s threads=%d k_block=%lld",
+                      isa_name(isa), (long long)sh.T, (long long)sh.K, (long long)sh.N, dtype_name(dt),
+                      with_bias ? " +bias" : "", pool.size(), (long long)k_block);
         record(ok, name, why);
       }
 }
@@ -255,10 +264,10 @@ void test_small_ops(ThreadPool &pool) {
     for (int32_t hd : {64, 128, 10}) {
       const int32_t n_heads = 3, half = hd / 2;
       const float attn_scale = T == 5 ? 1.1f : 1.f;
-      std::vector<int32_t> pos(size_t(T));
+      std::vector<int32_t> pos(static_cast<size_t>(T));
       for (auto &p : pos) p = int32_t(below(40000));
       pos[0] = 0;
-      std::vector<float> inv_freq(size_t(half));
+      std::vector<float> inv_freq(static_cast<size_t>(half));
       for (int i = 0; i < half; ++i) inv_freq[size_t(i)] = float(std::pow(1e6, -2.0 * i / hd));
       auto x = randf(size_t(T * n_heads * hd));
       std::vector<double> ref(x.size()), scale(x.size());
@@ -330,12 +339,12 @@ void test_attention(Isa isa, ThreadPool &pool, int32_t n_heads, int32_t n_kv, in
   for (auto &s : seqs) max_blocks = std::max(max_blocks, (s.pos0 + s.q_len + bs - 1) / bs);
   total_blocks = n_seqs * max_blocks + 3;
   // Every sequence's blocks come from one shuffled pool of ids: tables are neither contiguous nor ordered.
-  std::vector<int32_t> ids(size_t(total_blocks));
+  std::vector<int32_t> ids(static_cast<size_t>(total_blocks));
   std::iota(ids.begin(), ids.end(), 0);
   std::shuffle(ids.begin(), ids.end(), g_rng);
   std::vector<int32_t> tables(size_t(n_seqs * max_blocks));
   for (size_t i = 0; i < tables.size(); ++i) tables[i] = ids[i];
-  std::vector<int32_t> q_start(size_t(n_seqs + 1), 0), pos0(size_t(n_seqs));
+  std::vector<int32_t> q_start(static_cast<size_t>(n_seqs + 1), 0), pos0(static_cast<size_t>(n_seqs));
   for (int32_t s = 0; s < n_seqs; ++s) q_start[size_t(s + 1)] = q_start[size_t(s)] + seqs[size_t(s)].q_len, pos0[size_t(s)] = seqs[size_t(s)].pos0;
   const int32_t T = q_start[size_t(n_seqs)];
   const int64_t slot_row = int64_t(n_kv) * hd;
@@ -406,17 +415,29 @@ int main() {
   for (Isa i : isas()) std::printf(" %s", isa_name(i));
   std::printf("\n");
 
+  auto t0 = std::chrono::steady_clock::now();
+  auto lap = [&](const char *what) {
+    auto t1 = std::chrono::steady_clock::now();
+    if (std::getenv("VT_TEST_TIMES")) std::printf("  %s: %.2f s\n", what, std::chrono::duration<double>(t1 - t0).count());
+    t0 = t1;
+  };
   test_thread_pool();
+  lap("thread pool");
   ThreadPool pool2(2), pool3(3), pool1(1);
   test_small_ops(pool2);
+  lap("small ops");
   for (Isa isa : isas()) {
     set_isa(isa);
     test_matmul(isa, pool3);
+    test_matmul(isa, pool2, 256);  // the prefill regime's K blocking (sums carried in y between blocks)
+    lap(isa_name(isa));
     test_attention_all(isa, pool2);
+    lap("attention");
   }
   set_isa(isas().back());
   test_attention_all(isas().back(), pool1);
   test_matmul(isas().back(), pool1);
+  lap("one thread");
 
   std::printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed ? 1 : 0;

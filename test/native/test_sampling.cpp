@@ -312,7 +312,8 @@ static void test_large_vocab() {
       params(1.f, 3000, 0.9f), params(1.f, 5000), params(1.f, 100000), params(1.f, 0, 0.9f), params(0.7f, 0, 0.5f),
       params(1.3f, 0, 0.95f), params(1.f, 0, 0.999f), params(1.f, 0, 1e-6f), params(1.f, 0, 1.f, 0.05f),
       params(2.f, 0, 1.f, 0.5f), params(1.f, 40, 0.9f), params(0.8f, 5000, 0.9f, 0.02f), params(1.f, 0, 0.9f, 0.01f),
-      params(1.f, 0, 0.95f, 0.2f), params(1.f, 100000, 0.8f), params(1.f, 0, 0.9f, 1.f)};
+      params(1.f, 0, 0.95f, 0.2f), params(1.f, 100000, 0.8f), params(1.f, 0, 0.9f, 1.f), params(1.f, 0, 1.f, 1e-4f),
+      params(1.2f, 0, 0.99f, 1e-5f), params(0.9f, 2000, 1.f, 1e-3f)};
   SamplerScratch sc;
   for (const Logits &s : sets) {
     const auto order = descending(s.x);
@@ -423,6 +424,40 @@ static void test_robustness() {
   for (const SamplingParams &p : {params(1.f, 0, 1e-7f), params(1.f, 0, 0.f), params(2.f, 1), params(1.f, 0, 1.f, 1.f)})
     for (int i = 0; i < 100; ++i) greedy_like &= vt::sample(x.data(), int(x.size()), p, rng, sc).token == top;
   CHECK(greedy_like, "top_p ~0, top_k 1 and min_p 1 must always give the argmax");
+  // Out-of-range parameters degrade to a defined behaviour, never to a bad id.
+  bool sane = true;
+  const float odd_t[] = {1e-45f, 1e-30f, 1e30f, kInf, nan, -1.f};
+  for (float t : odd_t)
+    for (int i = 0; i < 5; ++i) {
+      const int id = vt::sample(x.data(), int(x.size()), params(t, 0, 0.9f), rng, sc).token;
+      sane &= id >= 0 && id < int(x.size()) && (t > 1e-20f || id == top);  // tiny, NaN and negative T: greedy
+    }
+  for (const SamplingParams &p : {params(1.f, -5), params(1.f, 0, nan), params(1.f, 0, -0.5f), params(1.f, 0, 1.f, 2.f),
+                                  params(1.f, 0, 1.f, nan), params(1.f, 1 << 30)}) {
+    const int id = vt::sample(x.data(), int(x.size()), p, rng, sc).token;
+    sane &= id >= 0 && id < int(x.size()) && (!(p.top_p < 0 || p.min_p > 1) || id == top);
+  }
+  CHECK(sane, "odd parameters (tiny/huge/NaN temperature, negative top_k, NaN top_p, min_p > 1) misbehaved");
+  auto holes = normal_logits(151936, 1.0, 22);  // NaN and -inf sprinkled over a wide, flat distribution
+  for (size_t i = 0; i < holes.size(); i += 3) holes[i] = i % 2 ? nan : -kInf;
+  bool clean = true;
+  for (const SamplingParams &p : {params(1.f), params(1.f, 0, 0.99f), params(2.f, 0, 1.f, 0.01f), params(1.f, 50000)})
+    for (int i = 0; i < 50; ++i) clean &= vt::sample(holes.data(), int(holes.size()), p, rng, sc).token % 3 != 0;
+  CHECK(clean, "a NaN or -inf logit was drawn from a large vocabulary");
+  // NaN anywhere must not hide a larger logit from the vectorised scans (greedy, top list, top-k).
+  auto nans = normal_logits(151936, 2.0, 23);
+  for (size_t i = 0; i < nans.size(); i += 61) nans[i] = nan;
+  nans[4097] = 30.f, nans[70001] = 29.f, nans[150000] = 28.f;
+  const SampleResult g = vt::sample(nans.data(), int(nans.size()), params(0.f, 0, 1.f, 0.f, 3), rng, sc);
+  CHECK(vt::sample(nans.data(), int(nans.size()), params(0.f), rng, sc).token == 4097 && g.token == 4097 &&
+            g.top_ids[1] == 70001 && g.top_ids[2] == 150000,
+        "NaN logits hid the largest ones (greedy %d, top %d %d %d)", g.token, g.top_ids[0], g.top_ids[1], g.top_ids[2]);
+  bool top3 = true;
+  for (int i = 0; i < 100; ++i) {
+    const int t = vt::sample(nans.data(), int(nans.size()), params(3.f, 3), rng, sc).token;
+    top3 &= t == 4097 || t == 70001 || t == 150000;
+  }
+  CHECK(top3, "top_k=3 with NaN logits must draw from the three largest");
   // Counts clamp: logprobs > vocab gives vocab entries; logprobs > 20 gives 20.
   std::vector<float> five = {0.f, 1.f, 2.f, 3.f, 4.f};
   CHECK(vt::sample(five.data(), 5, params(1.f, 0, 1.f, 0.f, 10), rng, sc).n_top == 5, "n_top must clamp to vocab");
@@ -431,8 +466,11 @@ static void test_robustness() {
 }
 
 static void bench() {
-  auto x = normal_logits(151936, 2.0, 99);
-  for (int i = 0; i < 20; ++i) x[(i * 104729) % x.size()] += 14.f - 0.5f * i;
+  // head: 20 tokens far above the bulk hold nearly all the mass (the usual shape of an LLM's next token);
+  // tail: the same bulk but a lower head, so ~30% of the mass is spread over the whole vocabulary; flat.
+  auto head = normal_logits(151936, 2.0, 99), tail = head;
+  for (int i = 0; i < 20; ++i) head[(i * 104729) % head.size()] += 24.f - 0.5f * i;
+  for (int i = 0; i < 20; ++i) tail[(i * 104729) % tail.size()] += 14.f - 0.5f * i;
   const auto flat = normal_logits(151936, 0.5, 98);
   SamplerScratch sc;
   Rng rng(1);
@@ -440,15 +478,17 @@ static void bench() {
     const char *name;
     const std::vector<float> *x;
     SamplingParams p;
-  } cases[] = {{"greedy", &x, params(0.f)},
-               {"greedy + logprobs=5", &x, params(0.f, 0, 1.f, 0.f, 5)},
-               {"T=1 top_p=0.9", &x, params(1.f, 0, 0.9f)},
-               {"T=0.7 top_p=0.9 logprobs=5", &x, params(0.7f, 0, 0.9f, 0.f, 5)},
-               {"T=1 (no truncation)", &x, params(1.f)},
-               {"T=0.8 top_k=40", &x, params(0.8f, 40)},
-               {"T=1 min_p=0.05", &x, params(1.f, 0, 1.f, 0.05f)},
-               {"flat logits, T=1 top_p=0.9", &flat, params(1.f, 0, 0.9f)},
-               {"flat logits, T=1", &flat, params(1.f)}};
+  } cases[] = {{"greedy", &head, params(0.f)},
+               {"greedy + logprobs=5", &head, params(0.f, 0, 1.f, 0.f, 5)},
+               {"head: T=1 top_p=0.9", &head, params(1.f, 0, 0.9f)},
+               {"head: T=0.7 top_p=0.9 logprobs=5", &head, params(0.7f, 0, 0.9f, 0.f, 5)},
+               {"head: T=1", &head, params(1.f)},
+               {"head: T=0.8 top_k=40", &head, params(0.8f, 40)},
+               {"head: T=1 min_p=0.05", &head, params(1.f, 0, 1.f, 0.05f)},
+               {"tail: T=1 top_p=0.9", &tail, params(1.f, 0, 0.9f)},
+               {"tail: T=1", &tail, params(1.f)},
+               {"flat: T=1 top_p=0.9", &flat, params(1.f, 0, 0.9f)},
+               {"flat: T=1", &flat, params(1.f)}};
   std::printf("timing, vocab 151936, median of 300 calls:\n");
   for (const B &b : cases) {
     std::vector<double> us;
@@ -460,7 +500,7 @@ static void bench() {
       if (i >= 10) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     }
     std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
-    std::printf("  %-30s %8.1f us   (%d)\n", b.name, us[us.size() / 2], sink & 1);
+    std::printf("  %-34s %8.1f us   (%d)\n", b.name, us[us.size() / 2], sink & 1);
   }
 }
 

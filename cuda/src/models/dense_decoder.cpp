@@ -55,7 +55,7 @@ void DenseDecoder::mlp_block(int l, int32_t T) {
   linear(pool_, gate_.data(), T, L.down, L.down_bias, proj_.data());
 }
 
-void DenseDecoder::forward(const ForwardBatch &b, KvCache &kv, float *logits) {
+void DenseDecoder::forward(const ForwardBatch &b, KvCache &kv) {
   const int32_t T = b.n_tokens;
   const int64_t H = c_.hidden_size;
   const float eps = c_.rms_norm_eps;
@@ -74,10 +74,13 @@ void DenseDecoder::forward(const ForwardBatch &b, KvCache &kv, float *logits) {
     cpu::add_rmsnorm(pool_, residual_.data(), proj_.data(), T, H, next_norm, eps, normed_.data());
   }
 
-  // Only the rows that are sampled go through the (large) vocabulary projection.
-  for (int32_t i = 0; i < b.n_logits; ++i)
-    std::copy_n(normed_.data() + int64_t(b.logit_rows[i]) * H, H, last_.data() + int64_t(i) * H);
-  cpu::matmul(pool_, last_.data(), b.n_logits, H, w_.lm_head.data, w_.lm_head.dtype, w_.lm_head.rows, nullptr, logits);
+}
+
+void DenseDecoder::project(const int32_t *rows, int32_t n, float *logits) {
+  if (n <= 0) return;
+  const int64_t H = c_.hidden_size;
+  for (int32_t i = 0; i < n; ++i) std::copy_n(normed_.data() + int64_t(rows[i]) * H, H, last_.data() + int64_t(i) * H);
+  cpu::matmul(pool_, last_.data(), n, H, w_.lm_head.data, w_.lm_head.dtype, w_.lm_head.rows, nullptr, logits);
 }
 
 }  // namespace vt

@@ -20,16 +20,18 @@ struct ForwardBatch {
   const int32_t *positions = nullptr;  // (T)
   const int32_t *slots = nullptr;      // (T) KV cache slot of each token: block * block_size + offset
   cpu::AttentionBatch attn{};
-  int32_t n_logits = 0;
-  const int32_t *logit_rows = nullptr;  // (n_logits) rows whose next-token logits are wanted
 };
 
 class DenseDecoder {
  public:
   DenseDecoder(const ModelConfig &config, Weights weights, cpu::ThreadPool &pool, int32_t max_tokens);
 
-  // logits (n_logits, vocab) fp32
-  void forward(const ForwardBatch &b, KvCache &kv, float *logits);
+  // Runs every layer; afterwards the final-normed hidden state of each row is ready for project().
+  void forward(const ForwardBatch &b, KvCache &kv);
+
+  // logits (n, vocab) fp32 of the given rows of the last forward(). Only rows that are needed pay for the large
+  // vocabulary projection.
+  void project(const int32_t *rows, int32_t n, float *logits);
 
   const Weights &weights() const { return w_; }
 
@@ -52,7 +54,7 @@ class DenseDecoder {
   std::vector<float> attn_;      // (T, n_heads * head_dim)
   std::vector<float> proj_;      // (T, hidden) output of o_proj / down_proj before the residual add
   std::vector<float> gate_, up_; // (T, intermediate)
-  std::vector<float> last_;      // (n_logits, hidden) final-normed rows that need logits
+  std::vector<float> last_;      // (n, hidden) final-normed rows gathered for project()
 };
 
 }  // namespace vt

@@ -50,12 +50,15 @@ VT_AVX512 void scores_avx512(const float *q, const float *const *k, int n, int h
     __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int d = 0; d < dm; d += 16) {
       __m512 qv = _mm512_loadu_ps(q + d);
+      #pragma GCC unroll 16
       for (int i = 0; i < 4; ++i) a[i] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k[j + i] + d), a[i]);
     }
     if (tail) {
       __m512 qv = _mm512_maskz_loadu_ps(tail, q + dm);
+      #pragma GCC unroll 16
       for (int i = 0; i < 4; ++i) a[i] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(tail, k[j + i] + dm), a[i]);
     }
+    #pragma GCC unroll 16
     for (int i = 0; i < 4; ++i) s[j + i] = _mm512_reduce_add_ps(a[i]);
   }
   for (; j < n; ++j) {
@@ -71,11 +74,14 @@ VT_AVX512 void accumulate_avx512(const float *p, const float *const *v, int n, i
   int d = 0;
   for (; d + 64 <= hd; d += 64) {
     __m512 a[4];
+    #pragma GCC unroll 16
     for (int i = 0; i < 4; ++i) a[i] = _mm512_mul_ps(_mm512_loadu_ps(acc + d + 16 * i), al);
     for (int j = 0; j < n; ++j) {
       __m512 pj = _mm512_set1_ps(p[j]);
+      #pragma GCC unroll 16
       for (int i = 0; i < 4; ++i) a[i] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v[j] + d + 16 * i), a[i]);
     }
+    #pragma GCC unroll 16
     for (int i = 0; i < 4; ++i) _mm512_storeu_ps(acc + d + 16 * i, a[i]);
   }
   for (; d < hd; d += 16) {
@@ -105,12 +111,15 @@ VT_AVX2 void scores_avx2(const float *q, const float *const *k, int n, int hd, f
     __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int d = 0; d < dm; d += 8) {
       __m256 qv = _mm256_loadu_ps(q + d);
+      #pragma GCC unroll 16
       for (int i = 0; i < 4; ++i) a[i] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k[j + i] + d), a[i]);
     }
     if (dm < hd) {
       __m256 qv = _mm256_maskload_ps(q + dm, tail);
+      #pragma GCC unroll 16
       for (int i = 0; i < 4; ++i) a[i] = _mm256_fmadd_ps(qv, _mm256_maskload_ps(k[j + i] + dm, tail), a[i]);
     }
+    #pragma GCC unroll 16
     for (int i = 0; i < 4; ++i) s[j + i] = hsum256(a[i]);
   }
   for (; j < n; ++j) {
@@ -126,11 +135,14 @@ VT_AVX2 void accumulate_avx2(const float *p, const float *const *v, int n, int h
   int d = 0;
   for (; d + 32 <= hd; d += 32) {
     __m256 a[4];
+    #pragma GCC unroll 16
     for (int i = 0; i < 4; ++i) a[i] = _mm256_mul_ps(_mm256_loadu_ps(acc + d + 8 * i), al);
     for (int j = 0; j < n; ++j) {
       __m256 pj = _mm256_broadcast_ss(p + j);
+      #pragma GCC unroll 16
       for (int i = 0; i < 4; ++i) a[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v[j] + d + 8 * i), a[i]);
     }
+    #pragma GCC unroll 16
     for (int i = 0; i < 4; ++i) _mm256_storeu_ps(acc + d + 8 * i, a[i]);
   }
   for (; d < hd; d += 8) {
@@ -165,9 +177,12 @@ void accumulate_neon(const float *p, const float *const *v, int n, int hd, float
   int d = 0;
   for (; d + 16 <= hd; d += 16) {
     float32x4_t a[4];
+    #pragma GCC unroll 16
     for (int i = 0; i < 4; ++i) a[i] = vmulq_n_f32(vld1q_f32(acc + d + 4 * i), alpha);
     for (int j = 0; j < n; ++j)
+      #pragma GCC unroll 16
       for (int i = 0; i < 4; ++i) a[i] = vfmaq_n_f32(a[i], vld1q_f32(v[j] + d + 4 * i), p[j]);
+    #pragma GCC unroll 16
     for (int i = 0; i < 4; ++i) vst1q_f32(acc + d + 4 * i, a[i]);
   }
   for (; d < hd; ++d) {

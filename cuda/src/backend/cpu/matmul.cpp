@@ -4,8 +4,9 @@
 // Decode (T <= kDecodeMaxTokens) is memory-bound: the weights are read once per call, so the only goal is to
 // stream them at the machine's bandwidth; threads split N into contiguous row ranges.
 // Prefill is compute-bound: threads split N into strips of `nr` rows; each strip is widened to fp32 once (per
-// K block) into a thread-local buffer and swept by every token tile of the micro-kernel.
+// K block, see k_block) into a thread-local buffer and swept by every token tile of the micro-kernel.
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -17,13 +18,18 @@ namespace vt::cpu {
 
 namespace {
 
-// K block of the prefill regime: a packed block of kKBlock × nr fp32 weights (32 KiB for nr = 32) stays in
-// L1/L2 while all token tiles sweep it. Overridable (VT_CPU_KC, 0 = whole K) for tuning.
+// K block of the prefill regime. Measured on a 2-core Xeon (AVX-512 and AVX2, K = 1024): blocks of 256 or
+// 512 were 10-30% slower than sweeping the whole K per strip, so a strip is only split when it would outgrow
+// L2 (nr × 4096 fp32 = 512 KiB at nr = 32). Overridable for tuning: VT_CPU_KC (0 = never split).
+std::atomic<int64_t> g_k_block{-1};  // -1: not read from the environment yet
+
 int64_t k_block() {
-  static const int64_t kc = [] {
+  int64_t kc = g_k_block.load(std::memory_order_relaxed);
+  if (kc < 0) {
     const char *s = std::getenv("VT_CPU_KC");
-    return s ? std::max<int64_t>(0, std::strtoll(s, nullptr, 10)) : int64_t(256);
-  }();
+    kc = s ? std::max<int64_t>(0, std::strtoll(s, nullptr, 10)) : int64_t(4096);
+    g_k_block.store(kc, std::memory_order_relaxed);
+  }
   return kc;
 }
 
@@ -138,6 +144,8 @@ void pack_strip_generic(const void *w, DType wt, int64_t K, int rows, int nr, in
 }
 
 const MatmulKernels *matmul_kernels_scalar() { return &kScalar; }
+
+void matmul_set_k_block(int64_t kc) { g_k_block.store(kc < 0 ? 0 : kc, std::memory_order_relaxed); }
 
 const MatmulKernels &matmul_kernels(Isa isa) {
   const MatmulKernels *k = nullptr;

@@ -47,39 +47,52 @@ template <DType WT, int R, int TT>
 VT_AVX2 void gemv_block(const float *x, int64_t ldx, const uint8_t *w, int64_t ldw, int64_t kmain, float *out) {
   constexpr int64_t es = WT == DType::F32 ? 4 : 2;
   __m256 acc[R][TT];
+  #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
+    #pragma GCC unroll 16
     for (int t = 0; t < TT; ++t) acc[r][t] = _mm256_setzero_ps();
   for (int64_t k = 0; k < kmain; k += 16) {
     __m256 lo[R], hi[R];
+    #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) load16<WT>(w + r * ldw + k * es, lo[r], hi[r]);
+    #pragma GCC unroll 16
     for (int t = 0; t < TT; ++t) {
       __m256 x0 = _mm256_loadu_ps(x + t * ldx + k), x1 = _mm256_loadu_ps(x + t * ldx + k + 8);
+      #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         acc[r][t] = _mm256_fmadd_ps(lo[r], x0, acc[r][t]);
         acc[r][t] = _mm256_fmadd_ps(hi[r], x1, acc[r][t]);
       }
     }
   }
+  #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
+    #pragma GCC unroll 16
     for (int t = 0; t < TT; ++t) out[r * TT + t] = hsum(acc[r][t]);
 }
 
-template <DType WT, int R>
+// Rows [n, n + R) for all T tokens, in tiles of up to TTMAX tokens.
+template <DType WT, int R, int TTMAX>
 VT_AVX2 void gemv_rows(const float *x, int64_t T, int64_t K, const uint8_t *w, int64_t n, const float *bias,
                        float *y, int64_t ldy) {
   constexpr int64_t es = WT == DType::F32 ? 4 : 2;
   const int64_t kmain = K / 16 * 16, ldw = K * es;
   const uint8_t *wn = w + n * ldw;
-  float out[R * 4];
-  for (int64_t t0 = 0; t0 < T; t0 += 4) {
-    const int tt = int(std::min<int64_t>(4, T - t0));
+  float out[R * TTMAX];
+  for (int64_t t0 = 0; t0 < T; t0 += TTMAX) {
+    const int tt = int(std::min<int64_t>(TTMAX, T - t0));
     const float *xt = x + t0 * K;
-    switch (tt) {
-      case 1: gemv_block<WT, R, 1>(xt, K, wn, ldw, kmain, out); break;
-      case 2: gemv_block<WT, R, 2>(xt, K, wn, ldw, kmain, out); break;
-      case 3: gemv_block<WT, R, 3>(xt, K, wn, ldw, kmain, out); break;
-      default: gemv_block<WT, R, 4>(xt, K, wn, ldw, kmain, out); break;
+    if constexpr (TTMAX == 1) {
+      gemv_block<WT, R, 1>(xt, K, wn, ldw, kmain, out);
+    } else {
+      switch (tt) {
+        case 1: gemv_block<WT, R, 1>(xt, K, wn, ldw, kmain, out); break;
+        case 2: gemv_block<WT, R, 2>(xt, K, wn, ldw, kmain, out); break;
+        case 3: gemv_block<WT, R, 3>(xt, K, wn, ldw, kmain, out); break;
+        default: gemv_block<WT, R, 4>(xt, K, wn, ldw, kmain, out); break;
+      }
     }
+    #pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < tt; ++t) {
         float s = out[r * tt + t];
@@ -95,9 +108,9 @@ VT_AVX2 void gemv_t(const float *x, int64_t T, int64_t K, const void *w, int64_t
   auto wb = static_cast<const uint8_t *>(w);
   int64_t n = n0;
   if (T == 1)
-    for (; n + 4 <= n1; n += 4) gemv_rows<WT, 4>(x, T, K, wb, n, bias, y, ldy);
-  for (; n + 2 <= n1; n += 2) gemv_rows<WT, 2>(x, T, K, wb, n, bias, y, ldy);
-  for (; n < n1; ++n) gemv_rows<WT, 1>(x, T, K, wb, n, bias, y, ldy);
+    for (; n + 4 <= n1; n += 4) gemv_rows<WT, 4, 1>(x, T, K, wb, n, bias, y, ldy);
+  for (; n + 2 <= n1; n += 2) gemv_rows<WT, 2, 4>(x, T, K, wb, n, bias, y, ldy);
+  for (; n < n1; ++n) gemv_rows<WT, 1, 4>(x, T, K, wb, n, bias, y, ldy);
 }
 
 VT_AVX2 void gemv(const float *x, int64_t T, int64_t K, const void *w, DType wt, int64_t n0, int64_t n1,
@@ -125,16 +138,19 @@ VT_AVX2_INLINE __m256 load8(const uint8_t *p) {
 // In-register transpose of 8×8 floats: r[i] holds row i on entry, column i on exit.
 VT_AVX2_INLINE void transpose8(__m256 r[8]) {
   __m256 t[8], u[8];
+  #pragma GCC unroll 16
   for (int i = 0; i < 8; i += 2) {
     t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
     t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
   }
+  #pragma GCC unroll 16
   for (int i = 0; i < 8; i += 4) {  // u[i + j], lane L: rows i..i+3 of column 4L + j
     u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
     u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
     u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
     u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
   }
+  #pragma GCC unroll 16
   for (int j = 0; j < 4; ++j) {
     r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
     r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
@@ -148,10 +164,13 @@ VT_AVX2 void pack_t(const void *w, int64_t K, int rows, int64_t k0, int64_t k1, 
   int64_t k = k0;
   if (rows == kNR) {
     for (; k + 8 <= k1; k += 8)
+      #pragma GCC unroll 16
       for (int h = 0; h < kNR; h += 8) {
         __m256 r[8];
+        #pragma GCC unroll 16
         for (int i = 0; i < 8; ++i) r[i] = load8<WT>(wb + ((h + i) * K + k) * es);
         transpose8(r);
+        #pragma GCC unroll 16
         for (int j = 0; j < 8; ++j) _mm256_storeu_ps(dst + (k - k0 + j) * kNR + h, r[j]);
       }
   }
@@ -173,6 +192,7 @@ VT_AVX2 void tile_t(const float *dst, const float *x, int64_t ldx, int64_t kc, c
   const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), iota);
   const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - 8), iota);
   __m256 c0[MR], c1[MR];
+  #pragma GCC unroll 16
   for (int t = 0; t < MR; ++t) {
     if (accumulate) {
       c0[t] = _mm256_maskload_ps(y + t * ldy, m0);
@@ -191,6 +211,7 @@ VT_AVX2 void tile_t(const float *dst, const float *x, int64_t ldx, int64_t kc, c
       c1[t] = _mm256_fmadd_ps(w1, b, c1[t]);
     }
   }
+  #pragma GCC unroll 16
   for (int t = 0; t < MR; ++t) {
     _mm256_maskstore_ps(y + t * ldy, m0, c0[t]);
     _mm256_maskstore_ps(y + t * ldy + 8, m1, c1[t]);

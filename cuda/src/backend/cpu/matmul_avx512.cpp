@@ -47,39 +47,52 @@ template <DType WT, int R, int TT>
 VT_AVX512 void gemv_block(const float *x, int64_t ldx, const uint8_t *w, int64_t ldw, int64_t kmain, float *out) {
   constexpr int64_t es = WT == DType::F32 ? 4 : 2;
   __m512 acc[R][TT];
+  #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
+    #pragma GCC unroll 16
     for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_setzero_ps();
   for (int64_t k = 0; k < kmain; k += 32) {
     __m512 lo[R], hi[R];
+    #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) load32<WT>(w + r * ldw + k * es, lo[r], hi[r]);
+    #pragma GCC unroll 16
     for (int t = 0; t < TT; ++t) {
       __m512 x0 = _mm512_loadu_ps(x + t * ldx + k), x1 = _mm512_loadu_ps(x + t * ldx + k + 16);
+      #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         acc[r][t] = _mm512_fmadd_ps(lo[r], x0, acc[r][t]);
         acc[r][t] = _mm512_fmadd_ps(hi[r], x1, acc[r][t]);
       }
     }
   }
+  #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
+    #pragma GCC unroll 16
     for (int t = 0; t < TT; ++t) out[r * TT + t] = _mm512_reduce_add_ps(acc[r][t]);
 }
 
-template <DType WT, int R>
+// Rows [n, n + R) for all T tokens, in tiles of up to TTMAX tokens.
+template <DType WT, int R, int TTMAX>
 VT_AVX512 void gemv_rows(const float *x, int64_t T, int64_t K, const uint8_t *w, int64_t n, const float *bias,
                          float *y, int64_t ldy) {
   constexpr int64_t es = WT == DType::F32 ? 4 : 2;
   const int64_t kmain = K / 32 * 32, ldw = K * es;
   const uint8_t *wn = w + n * ldw;
-  float out[R * 4];
-  for (int64_t t0 = 0; t0 < T; t0 += 4) {
-    const int tt = int(std::min<int64_t>(4, T - t0));
+  float out[R * TTMAX];
+  for (int64_t t0 = 0; t0 < T; t0 += TTMAX) {
+    const int tt = int(std::min<int64_t>(TTMAX, T - t0));
     const float *xt = x + t0 * K;
-    switch (tt) {
-      case 1: gemv_block<WT, R, 1>(xt, K, wn, ldw, kmain, out); break;
-      case 2: gemv_block<WT, R, 2>(xt, K, wn, ldw, kmain, out); break;
-      case 3: gemv_block<WT, R, 3>(xt, K, wn, ldw, kmain, out); break;
-      default: gemv_block<WT, R, 4>(xt, K, wn, ldw, kmain, out); break;
+    if constexpr (TTMAX == 1) {
+      gemv_block<WT, R, 1>(xt, K, wn, ldw, kmain, out);
+    } else {
+      switch (tt) {
+        case 1: gemv_block<WT, R, 1>(xt, K, wn, ldw, kmain, out); break;
+        case 2: gemv_block<WT, R, 2>(xt, K, wn, ldw, kmain, out); break;
+        case 3: gemv_block<WT, R, 3>(xt, K, wn, ldw, kmain, out); break;
+        default: gemv_block<WT, R, 4>(xt, K, wn, ldw, kmain, out); break;
+      }
     }
+    #pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < tt; ++t) {
         float s = out[r * tt + t];
@@ -95,9 +108,9 @@ VT_AVX512 void gemv_t(const float *x, int64_t T, int64_t K, const void *w, int64
   auto wb = static_cast<const uint8_t *>(w);
   int64_t n = n0;
   if (T == 1)  // one token leaves registers for eight weight streams
-    for (; n + 8 <= n1; n += 8) gemv_rows<WT, 8>(x, T, K, wb, n, bias, y, ldy);
-  for (; n + 4 <= n1; n += 4) gemv_rows<WT, 4>(x, T, K, wb, n, bias, y, ldy);
-  for (; n < n1; ++n) gemv_rows<WT, 1>(x, T, K, wb, n, bias, y, ldy);
+    for (; n + 8 <= n1; n += 8) gemv_rows<WT, 8, 1>(x, T, K, wb, n, bias, y, ldy);
+  for (; n + 4 <= n1; n += 4) gemv_rows<WT, 4, 4>(x, T, K, wb, n, bias, y, ldy);
+  for (; n < n1; ++n) gemv_rows<WT, 1, 4>(x, T, K, wb, n, bias, y, ldy);
 }
 
 VT_AVX512 void gemv(const float *x, int64_t T, int64_t K, const void *w, DType wt, int64_t n0, int64_t n1,
@@ -126,10 +139,12 @@ VT_AVX512_INLINE __m512 load16(const uint8_t *p) {
 // In-register transpose of 16×16 floats: r[i] holds row i on entry, column i on exit.
 VT_AVX512_INLINE void transpose16(__m512 r[16]) {
   __m512 t[16];
+  #pragma GCC unroll 16
   for (int i = 0; i < 16; i += 2) {
     t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
     t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
   }
+  #pragma GCC unroll 16
   for (int i = 0; i < 16; i += 4) {
     __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
     __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
@@ -139,7 +154,9 @@ VT_AVX512_INLINE void transpose16(__m512 r[16]) {
     r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
   }
   // r[4q + j] now holds, in each 128-bit lane L, rows 4q..4q+3 of column 4L + j.
+  #pragma GCC unroll 16
   for (int i = 0; i < 4; ++i) {
+    #pragma GCC unroll 16
     for (int q = 0; q < 4; q += 2) {
       t[4 * q + i] = _mm512_shuffle_f32x4(r[4 * q + i], r[4 * (q + 1) + i], 0x88);      // lanes 0,2 | 0,2
       t[4 * q + 4 + i] = _mm512_shuffle_f32x4(r[4 * q + i], r[4 * (q + 1) + i], 0xdd);  // lanes 1,3 | 1,3
@@ -159,10 +176,13 @@ VT_AVX512 void pack_t(const void *w, int64_t K, int rows, int64_t k0, int64_t k1
   int64_t k = k0;
   if (rows == kNR) {
     for (; k + 16 <= k1; k += 16)
+      #pragma GCC unroll 16
       for (int h = 0; h < kNR; h += 16) {
         __m512 r[16];
+        #pragma GCC unroll 16
         for (int i = 0; i < 16; ++i) r[i] = load16<WT>(wb + ((h + i) * K + k) * es);
         transpose16(r);
+        #pragma GCC unroll 16
         for (int j = 0; j < 16; ++j) _mm512_storeu_ps(dst + (k - k0 + j) * kNR + h, r[j]);
       }
   }
@@ -187,6 +207,7 @@ VT_AVX512 void tile_t(const float *dst, const float *x, int64_t ldx, int64_t kc,
   const __mmask16 m0 = cols >= 16 ? 0xffff : __mmask16((1u << cols) - 1);
   const __mmask16 m1 = cols >= 32 ? 0xffff : cols > 16 ? __mmask16((1u << (cols - 16)) - 1) : 0;
   __m512 c0[MR], c1[MR];
+  #pragma GCC unroll 16
   for (int t = 0; t < MR; ++t) {
     if (accumulate) {
       c0[t] = _mm512_maskz_loadu_ps(m0, y + t * ldy);
@@ -205,6 +226,7 @@ VT_AVX512 void tile_t(const float *dst, const float *x, int64_t ldx, int64_t kc,
       c1[t] = _mm512_fmadd_ps(w1, b, c1[t]);
     }
   }
+  #pragma GCC unroll 16
   for (int t = 0; t < MR; ++t) {
     _mm512_mask_storeu_ps(y + t * ldy, m0, c0[t]);
     _mm512_mask_storeu_ps(y + t * ldy + 16, m1, c1[t]);

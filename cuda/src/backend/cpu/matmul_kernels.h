@@ -56,6 +56,9 @@ const MatmulKernels &matmul_kernels(Isa isa);
 void matmul_with(const MatmulKernels &k, ThreadPool &pool, const float *x, int64_t T, int64_t K, const void *w,
                  DType wt, int64_t N, const float *bias, float *y);
 
+// Tests and benchmarks: the prefill regime's K block (0 = whole K), otherwise VT_CPU_KC or the default.
+void matmul_set_k_block(int64_t kc);
+
 // Largest T that takes the decode (gemv) regime; above it, the packed prefill regime.
 constexpr int64_t kDecodeMaxTokens = 8;
 

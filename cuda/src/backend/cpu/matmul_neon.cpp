@@ -36,39 +36,52 @@ template <DType WT, int R, int TT>
 void gemv_block(const float *x, int64_t ldx, const uint8_t *w, int64_t ldw, int64_t kmain, float *out) {
   constexpr int64_t es = WT == DType::F32 ? 4 : 2;
   float32x4_t acc[R][TT];
+  #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
+    #pragma GCC unroll 16
     for (int t = 0; t < TT; ++t) acc[r][t] = vdupq_n_f32(0.f);
   for (int64_t k = 0; k < kmain; k += 8) {
     float32x4_t lo[R], hi[R];
+    #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) load8<WT>(w + r * ldw + k * es, lo[r], hi[r]);
+    #pragma GCC unroll 16
     for (int t = 0; t < TT; ++t) {
       float32x4_t x0 = vld1q_f32(x + t * ldx + k), x1 = vld1q_f32(x + t * ldx + k + 4);
+      #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         acc[r][t] = vfmaq_f32(acc[r][t], lo[r], x0);
         acc[r][t] = vfmaq_f32(acc[r][t], hi[r], x1);
       }
     }
   }
+  #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
+    #pragma GCC unroll 16
     for (int t = 0; t < TT; ++t) out[r * TT + t] = vaddvq_f32(acc[r][t]);
 }
 
-template <DType WT, int R>
+// Rows [n, n + R) for all T tokens, in tiles of up to TTMAX tokens.
+template <DType WT, int R, int TTMAX>
 void gemv_rows(const float *x, int64_t T, int64_t K, const uint8_t *w, int64_t n, const float *bias, float *y,
                int64_t ldy) {
   constexpr int64_t es = WT == DType::F32 ? 4 : 2;
   const int64_t kmain = K / 8 * 8, ldw = K * es;
   const uint8_t *wn = w + n * ldw;
-  float out[R * 4];
-  for (int64_t t0 = 0; t0 < T; t0 += 4) {
-    const int tt = int(std::min<int64_t>(4, T - t0));
+  float out[R * TTMAX];
+  for (int64_t t0 = 0; t0 < T; t0 += TTMAX) {
+    const int tt = int(std::min<int64_t>(TTMAX, T - t0));
     const float *xt = x + t0 * K;
-    switch (tt) {
-      case 1: gemv_block<WT, R, 1>(xt, K, wn, ldw, kmain, out); break;
-      case 2: gemv_block<WT, R, 2>(xt, K, wn, ldw, kmain, out); break;
-      case 3: gemv_block<WT, R, 3>(xt, K, wn, ldw, kmain, out); break;
-      default: gemv_block<WT, R, 4>(xt, K, wn, ldw, kmain, out); break;
+    if constexpr (TTMAX == 1) {
+      gemv_block<WT, R, 1>(xt, K, wn, ldw, kmain, out);
+    } else {
+      switch (tt) {
+        case 1: gemv_block<WT, R, 1>(xt, K, wn, ldw, kmain, out); break;
+        case 2: gemv_block<WT, R, 2>(xt, K, wn, ldw, kmain, out); break;
+        case 3: gemv_block<WT, R, 3>(xt, K, wn, ldw, kmain, out); break;
+        default: gemv_block<WT, R, 4>(xt, K, wn, ldw, kmain, out); break;
+      }
     }
+    #pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < tt; ++t) {
         float s = out[r * tt + t];
@@ -84,9 +97,9 @@ void gemv_t(const float *x, int64_t T, int64_t K, const void *w, int64_t n0, int
   auto wb = static_cast<const uint8_t *>(w);
   int64_t n = n0;
   if (T == 1)
-    for (; n + 8 <= n1; n += 8) gemv_rows<WT, 8>(x, T, K, wb, n, bias, y, ldy);
-  for (; n + 4 <= n1; n += 4) gemv_rows<WT, 4>(x, T, K, wb, n, bias, y, ldy);
-  for (; n < n1; ++n) gemv_rows<WT, 1>(x, T, K, wb, n, bias, y, ldy);
+    for (; n + 8 <= n1; n += 8) gemv_rows<WT, 8, 1>(x, T, K, wb, n, bias, y, ldy);
+  for (; n + 4 <= n1; n += 4) gemv_rows<WT, 4, 4>(x, T, K, wb, n, bias, y, ldy);
+  for (; n < n1; ++n) gemv_rows<WT, 1, 4>(x, T, K, wb, n, bias, y, ldy);
 }
 
 void gemv(const float *x, int64_t T, int64_t K, const void *w, DType wt, int64_t n0, int64_t n1, const float *bias,
@@ -106,7 +119,9 @@ template <int MR>
 void tile_t(const float *dst, const float *x, int64_t ldx, int64_t kc, const float *init, bool accumulate,
             float *y, int64_t ldy, int cols) {
   float32x4_t c[MR][4];
+  #pragma GCC unroll 16
   for (int t = 0; t < MR; ++t)
+    #pragma GCC unroll 16
     for (int v = 0; v < 4; ++v) {
       if (!accumulate) {
         c[t][v] = vld1q_f32(init + 4 * v);
@@ -121,6 +136,7 @@ void tile_t(const float *dst, const float *x, int64_t ldx, int64_t kc, const flo
   for (int64_t k = 0; k < kc; ++k) {
     const float *d = dst + k * kNR;
     float32x4_t w0 = vld1q_f32(d), w1 = vld1q_f32(d + 4), w2 = vld1q_f32(d + 8), w3 = vld1q_f32(d + 12);
+    #pragma GCC unroll 16
     for (int t = 0; t < MR; ++t) {
       float32x4_t b = vld1q_dup_f32(x + t * ldx + k);
       c[t][0] = vfmaq_f32(c[t][0], w0, b);
@@ -129,7 +145,9 @@ void tile_t(const float *dst, const float *x, int64_t ldx, int64_t kc, const flo
       c[t][3] = vfmaq_f32(c[t][3], w3, b);
     }
   }
+  #pragma GCC unroll 16
   for (int t = 0; t < MR; ++t)
+    #pragma GCC unroll 16
     for (int v = 0; v < 4; ++v) {
       if (cols == kNR) {
         vst1q_f32(y + t * ldy + 4 * v, c[t][v]);

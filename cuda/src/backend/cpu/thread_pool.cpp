@@ -47,19 +47,24 @@ int64_t spin_budget_ns() {
   return int64_t(us) * 1000;
 }
 
-// Spins until pred() holds or the budget runs out; the clock is read only every 64 spins.
+// Spins until pred() holds or the budget runs out; the clock is read only every 64 spins. After the first
+// few microseconds each round also yields the core: when the pool has more threads than free cores (a busy
+// machine), the thread being waited for may be runnable but not running, and pure spinning would keep it
+// off the core for a whole time slice.
 template <class Pred>
 bool spin_until(Pred pred, int64_t budget_ns) {
   if (pred()) return true;
   if (budget_ns <= 0) return false;
+  constexpr int64_t kPureSpinNs = 5000;
   auto start = std::chrono::steady_clock::now();
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (pred()) return true;
       cpu_relax();
     }
-    auto el = std::chrono::steady_clock::now() - start;
-    if (std::chrono::duration_cast<std::chrono::nanoseconds>(el).count() > budget_ns) return pred();
+    auto el = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+    if (el > budget_ns) return pred();
+    if (el > kPureSpinNs) std::this_thread::yield();
   }
 }
 

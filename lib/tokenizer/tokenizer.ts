@@ -1,0 +1,169 @@
+/**
+ * The checkpoint's tokenizer: `tokenizer.json` (+ `tokenizer_config.json`) run by `@huggingface/tokenizers`, with
+ * the semantics of the HF `tokenizers` library and transformers pinned down here (see lib/tokenizer/README.md).
+ * @module
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Tokenizer } from '@huggingface/tokenizers';
+import { BadCheckpointError } from '../errors.js';
+
+/** Options of `engine.tokenize()`. */
+export interface TokenizeOptions {
+  /**
+   * Whether to add the tokenizer's own special tokens around the text, as its post-processor defines them: the BOS
+   * token of Llama and Mistral, nothing for Qwen. Default `true`. This is transformers' `add_special_tokens`
+   * (`tokenizer(text, add_special_tokens=...)`) and the HF `tokenizers` library's `encode(text, add_special_tokens)`.
+   *
+   * Independently of it, special-token strings that appear in the text (such as `"<|im_start|>"` for Qwen) are always
+   * matched as their special token, never split into ordinary tokens: transformers' default,
+   * `split_special_tokens=False`. Chat templates rely on this.
+   */
+  special?: boolean;
+}
+
+/** Options of `engine.detokenize()`. */
+export interface DetokenizeOptions {
+  /**
+   * Whether to leave special tokens (BOS, EOS, `<|im_end|>`, ...: the added tokens marked `special`) out of the
+   * text. Default `false`: every token is rendered. This is transformers' and `tokenizers`' `skip_special_tokens`.
+   */
+  skipSpecial?: boolean;
+}
+
+/** A file of the tokenizer, or undefined when absent. */
+async function readOptional(file: string): Promise<string | undefined> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new BadCheckpointError(`Could not read ${file}: ${(err as Error).message}.`, { cause: err });
+  }
+}
+
+function parseJson(text: string, file: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new BadCheckpointError(`${file} is not valid JSON (${(err as Error).message}). Download it again.`, { cause: err });
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new BadCheckpointError(`${file} must hold a JSON object. Download it again.`);
+  }
+  return value as Record<string, unknown>;
+}
+
+/** A special token's text as tokenizer_config.json gives it: a string, or an AddedToken object `{ content }`. */
+function tokenText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (value !== null && typeof value === 'object' && typeof (value as { content?: unknown }).content === 'string') {
+    return (value as { content: string }).content;
+  }
+  return undefined;
+}
+
+interface AddedTokenJson {
+  id: number;
+  content: string;
+  special?: boolean;
+}
+
+/**
+ * A loaded tokenizer. Encoding and decoding follow `tokenizer.json` exactly as the HF `tokenizers` library does
+ * (the tests check every corpus string against it); decoding never applies transformers' optional
+ * `clean_up_tokenization_spaces`, which is lossy and would make streamed text differ from the whole.
+ * @internal
+ */
+export class TextTokenizer {
+  readonly #tokenizer: Tokenizer;
+  /** Ids of the added tokens marked special: what `skipSpecial` leaves out. */
+  readonly specialIds: ReadonlySet<number>;
+  /** Every added token, special or not, by its text. */
+  readonly #added = new Map<string, number>();
+  /** Ids are 0 to size - 1 (the model's embedding may have more rows; those ids decode to nothing). */
+  readonly size: number;
+  /** tokenizer_config.json, as read ({} when the file is absent). */
+  readonly config: Readonly<Record<string, unknown>>;
+  /** The Jinja chat template (chat_template.jinja, else tokenizer_config.json's chat_template), if any. */
+  readonly chatTemplate: string | undefined;
+
+  constructor(json: Record<string, unknown>, config: Record<string, unknown>, chatTemplate: string | undefined, source: string) {
+    try {
+      // The library treats a missing clean_up_tokenization_spaces as true; decode() turns it off per call anyway.
+      this.#tokenizer = new Tokenizer(json, config);
+    } catch (err) {
+      throw new BadCheckpointError(
+        `${source} could not be used as a tokenizer (${(err as Error).message}). vtengine reads Hugging Face ` +
+          'tokenizer.json files (BPE, WordPiece, Unigram); check that the file is complete.',
+        { cause: err },
+      );
+    }
+    this.config = config;
+    this.chatTemplate = chatTemplate;
+    const special = new Set<number>();
+    let size = this.#tokenizer.get_vocab(true).size;
+    for (const t of (json.added_tokens ?? []) as AddedTokenJson[]) {
+      this.#added.set(t.content, t.id);
+      if (t.special) special.add(t.id);
+      size = Math.max(size, t.id + 1);
+    }
+    this.specialIds = special;
+    this.size = size;
+  }
+
+  /** Token ids of `text`; see {@link TokenizeOptions}. */
+  encode(text: string, addSpecial: boolean): number[] {
+    return this.#tokenizer.encode(text, { add_special_tokens: addSpecial }).ids;
+  }
+
+  /** Text of `ids`; see {@link DetokenizeOptions}. Ids the tokenizer does not know decode to nothing, as in `tokenizers`. */
+  decode(ids: readonly number[], skipSpecial: boolean): string {
+    const known = ids.filter((id) => id < this.size && (!skipSpecial || !this.specialIds.has(id)));
+    if (known.length === 0) return ''; // the library refuses an empty list
+    return this.#tokenizer.decode(known, { skip_special_tokens: false, clean_up_tokenization_spaces: false });
+  }
+
+  /** The id of a token given by its text (an added token or a vocabulary entry), if it has one. */
+  tokenId(text: string): number | undefined {
+    return this.#added.get(text) ?? this.#tokenizer.token_to_id(text);
+  }
+
+  /** A special token named in tokenizer_config.json (`'bos_token'`, `'eos_token'`, ...), as text. */
+  specialToken(key: string): string | undefined {
+    return tokenText(this.config[key]);
+  }
+}
+
+/**
+ * Reads the tokenizer of a checkpoint folder: `tokenizer.json` (required: without it the result is undefined),
+ * `tokenizer_config.json` and `chat_template.jinja` (optional).
+ * @throws BadCheckpointError when a file is present but unusable.
+ * @internal
+ */
+export async function loadTokenizer(dir: string): Promise<TextTokenizer | undefined> {
+  const jsonFile = path.join(dir, 'tokenizer.json');
+  const configFile = path.join(dir, 'tokenizer_config.json');
+  const [jsonText, configText, templateText] = await Promise.all([
+    readOptional(jsonFile),
+    readOptional(configFile),
+    readOptional(path.join(dir, 'chat_template.jinja')),
+  ]);
+  if (jsonText === undefined) return undefined;
+  const json = parseJson(jsonText, jsonFile);
+  const config = configText === undefined ? {} : parseJson(configText, configFile);
+  const template = templateText ?? chatTemplateOf(config);
+  return new TextTokenizer(json, config, template, jsonFile);
+}
+
+/** tokenizer_config.json's chat_template: a string, or a list of named templates (the one named "default"). */
+function chatTemplateOf(config: Record<string, unknown>): string | undefined {
+  const t = config.chat_template;
+  if (typeof t === 'string') return t;
+  if (Array.isArray(t)) {
+    const named = t as Array<{ name?: unknown; template?: unknown }>;
+    const found = named.find((x) => x?.name === 'default') ?? named[0];
+    if (typeof found?.template === 'string') return found.template;
+  }
+  return undefined;
+}

@@ -1,0 +1,141 @@
+// Builds and runs every native test (test/native/test_*.cpp): each is a standalone C++ program (its own
+// main) linked against the engine's sources, which exits non-zero on failure. Needs only g++ and node.
+//
+//   node scripts/native-tests.mjs [name-filter ...]     e.g. `node scripts/native-tests.mjs cpu_ops`
+//
+// The engine sources (those scripts/native-sources.mjs lists, or VT_NATIVE_SOURCES="a.cpp b.cpp" to try a
+// subset while other files are mid-edit) are compiled once into test/native/build/obj and archived into
+// libvtengine.a; each test links against the archive, so it pulls in only the objects it uses. An object is
+// rebuilt when it is older than its source or than any header under cuda/ (headers are not tracked per
+// file: a header edit rebuilds everything, which on this code base takes seconds), or when the flags change.
+// A source that fails to compile fails the run, but the tests that do not need it still build and run.
+// CXX overrides the compiler. Exit code: 0 only if everything built and every test passed.
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const buildDir = join(root, 'test/native/build');
+const objDir = join(buildDir, 'obj');
+const cxx = process.env.CXX || 'g++';
+const cflags = ['-std=c++20', '-O2', '-g', '-pthread', '-Icuda/include', '-Icuda/src'];
+const ldflags = ['-pthread', '-ldl'];
+const filters = process.argv.slice(2);
+
+function engineSources() {
+  const override = process.env.VT_NATIVE_SOURCES;
+  const list = override ?? execFileSync(process.execPath, [join(root, 'scripts/native-sources.mjs')], { encoding: 'utf8' });
+  return list.split(/\s+/).filter(Boolean);
+}
+
+function walk(dir, keep) {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    return statSync(p).isDirectory() ? walk(p, keep) : keep(p) ? [p] : [];
+  });
+}
+
+const mtime = (p) => (existsSync(p) ? statSync(p).mtimeMs : -Infinity);
+const newestHeader = Math.max(-Infinity, ...walk(join(root, 'cuda'), (p) => /\.(h|hpp|cuh|inc)$/.test(p)).map(mtime));
+
+// Flags are part of every object's identity: a change of compiler or flags rebuilds all.
+mkdirSync(objDir, { recursive: true });
+const flagsFile = join(buildDir, 'flags.txt');
+const flagsNow = [cxx, ...cflags].join(' ');
+if (!existsSync(flagsFile) || readFileSync(flagsFile, 'utf8') !== flagsNow) {
+  rmSync(objDir, { recursive: true, force: true });
+  mkdirSync(objDir, { recursive: true });
+  writeFileSync(flagsFile, flagsNow);
+}
+
+function run(cmd, args, opts = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd: root, ...opts });
+    let out = '';
+    child.stdout?.on('data', (d) => { out += d; });
+    child.stderr?.on('data', (d) => { out += d; });
+    child.on('error', (e) => resolve({ code: -1, out: `${out}${e.message}\n` }));
+    child.on('close', (code, signal) => resolve({ code: signal ? `signal ${signal}` : code, out }));
+  });
+}
+
+// Runs jobs() with at most `width` in flight.
+async function pool(items, width, job) {
+  const results = new Array(items.length);
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(width, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await job(items[i]);
+    }
+  });
+  await Promise.all(lanes);
+  return results;
+}
+
+async function compile(src, obj) {
+  if (mtime(obj) > Math.max(mtime(join(root, src)), newestHeader)) return { ok: true, fresh: false };
+  mkdirSync(dirname(obj), { recursive: true });
+  const r = await run(cxx, [...cflags, '-c', src, '-o', obj]);
+  if (r.out.trim()) process.stdout.write(`--- ${src}\n${r.out}`);
+  if (r.code !== 0) rmSync(obj, { force: true });
+  return { ok: r.code === 0, fresh: true };
+}
+
+const t0 = Date.now();
+const failures = [];
+const width = Math.max(1, availableParallelism());
+
+// 1. Engine sources → objects → one archive.
+const sources = engineSources();
+const objects = sources.map((s) => join(objDir, s.replace(/\.cpp$/, '.o')));
+const built = await pool(sources, width, (s) => compile(s, join(objDir, s.replace(/\.cpp$/, '.o'))));
+const rebuilt = built.filter((b) => b.fresh).length;
+sources.forEach((s, i) => { if (!built[i].ok) failures.push(`build ${s}`); });
+const archive = join(buildDir, 'libvtengine.a');
+rmSync(archive, { force: true });  // recreated whole: a deleted source must not linger as a stale member
+const good = objects.filter((_, i) => built[i].ok);
+if (good.length) {
+  const r = await run('ar', ['rcs', archive, ...good.map((o) => relative(root, o))]);
+  if (r.code !== 0) { process.stdout.write(r.out); failures.push('archive engine objects'); }
+}
+console.log(`native: ${sources.length} engine sources (${rebuilt} compiled) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+
+// 2. Tests: compile, link, run one after another (each may use every core).
+const testDir = join(root, 'test/native');
+const tests = readdirSync(testDir)
+  .filter((f) => /^test_.*\.cpp$/.test(f))
+  .filter((f) => !filters.length || filters.some((x) => f.includes(x)))
+  .sort();
+const testObjs = await pool(tests, width, (f) => compile(`test/native/${f}`, join(buildDir, f.replace(/\.cpp$/, '.o'))));
+
+const summary = [];
+for (const [i, f] of tests.entries()) {
+  const name = f.replace(/\.cpp$/, '');
+  const exe = join(buildDir, name);
+  if (!testObjs[i].ok) { summary.push([name, 'BUILD FAILED', 0]); continue; }
+  const link = await run(cxx, [join(buildDir, `${name}.o`), ...(existsSync(archive) ? [archive] : []), ...ldflags, '-o', exe]);
+  if (link.code !== 0) {
+    process.stdout.write(`--- link ${name}\n${link.out}`);
+    summary.push([name, 'LINK FAILED', 0]);
+    continue;
+  }
+  console.log(`=== ${name}`);
+  const start = Date.now();
+  const r = await run(exe, [], { stdio: ['ignore', 'inherit', 'inherit'] });
+  summary.push([name, r.code === 0 ? 'PASS' : `FAIL (exit ${r.code})`, (Date.now() - start) / 1000]);
+}
+
+console.log('\nnative test summary:');
+for (const [name, status, secs] of summary) {
+  console.log(`  ${status.padEnd(16)} ${name}${secs ? ` (${secs.toFixed(1)} s)` : ''}`);
+  if (status !== 'PASS') failures.push(name);
+}
+for (const f of failures.filter((f) => f.startsWith('build ') || f.startsWith('archive'))) console.log(`  FAILED           ${f}`);
+const passed = summary.filter(([, s]) => s === 'PASS').length;
+if (!tests.length) console.log('  (no test matched)');
+console.log(`native: ${passed} passed, ${failures.length} failed`);
+process.exit(failures.length || !tests.length ? 1 : 0);
