@@ -24,6 +24,7 @@ void EngineWrap::init(Napi::Env env, Napi::Object exports) {
   Napi::Function cls = DefineClass(env, "NativeEngine",
                                    {InstanceMethod("modelInfo", &EngineWrap::model_info), InstanceMethod("submit", &EngineWrap::submit),
                                     InstanceMethod("abort", &EngineWrap::abort), InstanceMethod("stats", &EngineWrap::stats),
+                                    InstanceMethod("memory", &EngineWrap::memory),
                                     InstanceMethod("dispose", &EngineWrap::dispose)});
   constructor = new Napi::FunctionReference(Napi::Persistent(cls));
   env.SetInstanceData(constructor);
@@ -154,6 +155,26 @@ Napi::Value EngineWrap::stats(const Napi::CallbackInfo &info) {
   o.Set("steps", double(s.steps));
   o.Set("tokensGenerated", double(s.tokens_generated));
   o.Set("preemptions", double(s.preemptions));
+  return o;
+}
+
+Napi::Value EngineWrap::memory(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  vt_memory_report m{};
+  vt_engine_memory(live(env), &m);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("weightDeviceBytes", double(m.weight_device_bytes));
+  o.Set("weightHostBytes", double(m.weight_host_bytes));
+  o.Set("weightMappedBytes", double(m.weight_mapped_bytes));
+  o.Set("weightMappedResidentBytes", double(m.weight_mapped_resident_bytes));
+  o.Set("kvCacheBytes", double(m.kv_cache_bytes));
+  o.Set("kvCacheResidentBytes", double(m.kv_cache_resident_bytes));
+  o.Set("kvBlocksTotal", m.kv_blocks_total);
+  o.Set("kvBlocksUsed", m.kv_blocks_used);
+  o.Set("kvBlockSize", m.kv_block_size);
+  o.Set("workspaceBytes", double(m.workspace_bytes));
+  o.Set("graphsCount", m.graphs_count);
+  o.Set("graphsBytes", double(m.graphs_bytes));
   return o;
 }
 

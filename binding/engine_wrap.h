@@ -23,6 +23,7 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   Napi::Value submit(const Napi::CallbackInfo &info);
   Napi::Value abort(const Napi::CallbackInfo &info);
   Napi::Value stats(const Napi::CallbackInfo &info);
+  Napi::Value memory(const Napi::CallbackInfo &info);
   Napi::Value dispose(const Napi::CallbackInfo &info);
   vt_engine *live(Napi::Env env);  // throws ERR_DISPOSED once disposed
 

@@ -4,6 +4,7 @@
 
 #include "engine_wrap.h"
 #include "errors.h"
+#include "params.h"
 
 namespace vtb {
 
@@ -13,13 +14,6 @@ struct Progress {
   float fraction;
   std::string stage;
 };
-
-int32_t int_field(Napi::Env env, Napi::Object o, const char *key) {
-  Napi::Value v = o.Get(key);
-  if (v.IsUndefined()) return 0;
-  if (!v.IsNumber()) throw code_error(env, "ERR_INVALID_OPTION", std::string(key) + " must be a number");
-  return v.As<Napi::Number>().Int32Value();
-}
 
 }  // namespace
 
@@ -35,16 +29,7 @@ Napi::Value LoadWorker::start(const Napi::CallbackInfo &info) {
   auto *w = new LoadWorker(env, deferred);
   w->dir_ = info[0].As<Napi::String>().Utf8Value();
   Napi::Object p = info[1].As<Napi::Object>();
-  w->params_ = vt_engine_default_params();
-  std::string device = p.Get("device").IsString() ? p.Get("device").As<Napi::String>().Utf8Value() : "auto";
-  w->params_.device = device == "cpu" ? VT_DEVICE_CPU : device == "cuda" ? VT_DEVICE_CUDA : VT_DEVICE_AUTO;
-  w->params_.n_threads = int_field(env, p, "threads");
-  w->params_.max_context = int_field(env, p, "maxContext");
-  w->params_.max_seqs = int_field(env, p, "maxSeqs");
-  w->params_.max_batch_tokens = int_field(env, p, "maxBatchTokens");
-  w->params_.kv_block_size = int_field(env, p, "kvBlockSize");
-  Napi::Value kvb = p.Get("kvCacheBytes");
-  w->params_.kv_cache_bytes = kvb.IsNumber() ? int64_t(kvb.As<Napi::Number>().DoubleValue()) : 0;
+  w->params_ = engine_params_from(env, p);
   Napi::Int32Array cancel = info[4].As<Napi::Int32Array>();
   w->cancel_ref_ = Napi::Persistent(cancel);
   w->params_.cancel = cancel.Data();

@@ -175,6 +175,42 @@ typedef struct vt_engine_stats {
 
 vt_status vt_engine_stats_get(vt_engine *engine, vt_engine_stats *out);
 
+/* ---- memory ---- */
+
+/* What the engine holds now, by kind. Bytes of mappings are split into what is mapped and what is resident. */
+typedef struct vt_memory_report {
+  int64_t weight_device_bytes;          /* weights in GPU memory (0 on the CPU backend) */
+  int64_t weight_host_bytes;            /* weights copied into host heap memory (fp32 norms and biases) */
+  int64_t weight_mapped_bytes;          /* weights used in place from the checkpoint's file mapping */
+  int64_t weight_mapped_resident_bytes; /* of the checkpoint files' mappings, the bytes in memory now */
+  int64_t kv_cache_bytes;               /* the KV pool as reserved */
+  int64_t kv_cache_resident_bytes;      /* of it, pages ever written (-1 if unknown) */
+  int32_t kv_blocks_total;
+  int32_t kv_blocks_used;
+  int32_t kv_block_size;
+  int64_t workspace_bytes;              /* activations, logits and sampler scratch, sized at load */
+  int32_t graphs_count;                 /* CUDA graphs (0 on the CPU backend) */
+  int64_t graphs_bytes;                 /* -1 when not measurable */
+} vt_memory_report;
+
+vt_status vt_engine_memory(vt_engine *engine, vt_memory_report *out);
+
+/* What vt_engine_load(dir, params) would take, computed from config.json and the safetensors headers without
+ * loading anything. */
+typedef struct vt_memory_estimate {
+  int64_t weight_bytes;          /* every tensor the model uses, as stored */
+  int64_t weight_device_bytes;   /* of those, in GPU memory */
+  int64_t weight_host_bytes;     /* host heap copies */
+  int64_t weight_mapped_bytes;   /* read in place from the files (page cache) */
+  int64_t kv_cache_bytes;
+  int64_t kv_cache_tokens;
+  int64_t workspace_bytes;
+  int32_t max_context;           /* effective, after params */
+  int64_t host_available_bytes;  /* MemAvailable now, -1 if unknown */
+} vt_memory_estimate;
+
+vt_status vt_engine_estimate(const char *dir, vt_engine_params params, vt_memory_estimate *out, char *err, size_t err_cap);
+
 const char *vt_status_name(vt_status status); /* "ERR_BAD_CHECKPOINT", ... (stable; JS uses them as codes) */
 
 #ifdef __cplusplus

@@ -98,6 +98,17 @@ vt_status vt_engine_stats_get(vt_engine *engine, vt_engine_stats *out) {
   return VT_OK;
 }
 
+vt_status vt_engine_memory(vt_engine *engine, vt_memory_report *out) {
+  if (!engine || !out) return VT_ERR_INVALID_OPTION;
+  *out = engine->impl->memory();
+  return VT_OK;
+}
+
+vt_status vt_engine_estimate(const char *dir, vt_engine_params params, vt_memory_estimate *out, char *err, size_t err_cap) {
+  if (!dir || !out) return report(VT_ERR_INVALID_OPTION, "dir or out is NULL", err, err_cap);
+  return guarded(err, err_cap, [&] { *out = vt::Engine::estimate(dir, params); });
+}
+
 const char *vt_status_name(vt_status s) {
   switch (s) {
     case VT_OK: return "OK";

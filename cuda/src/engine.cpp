@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "loader/weights.h"
+#include "memory_plan.h"
 #include "status.h"
 
 namespace vt {
@@ -25,16 +26,8 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
     if (p.cancel && *p.cancel) fail(VT_ERR_CANCELLED, "load cancelled");
     if (p.progress) p.progress(f, stage, p.progress_user);
   };
-  check_option(p.device == VT_DEVICE_AUTO || p.device == VT_DEVICE_CPU || p.device == VT_DEVICE_CUDA, "device must be auto, cpu or cuda");
   if (p.device == VT_DEVICE_CUDA)
     fail(VT_ERR_NO_GPU, "device 'cuda' was asked for, but this build has no CUDA backend yet; use device 'cpu' or 'auto'");
-  check_option(p.n_threads >= 0 && p.n_threads <= 1024, "threads must be between 0 (all cores) and 1024");
-  check_option(p.max_context >= 0, "maxContext must be >= 0");
-  check_option(p.max_seqs >= 0 && p.max_seqs <= 4096, "maxSeqs must be between 0 (default) and 4096");
-  check_option(p.max_batch_tokens >= 0 && p.max_batch_tokens <= 1 << 20, "maxBatchTokens must be between 0 (default) and 1048576");
-  check_option(p.kv_block_size >= 0 && p.kv_block_size <= 1024, "kvBlockSize must be between 0 (default) and 1024");
-  check_option(p.kv_cache_bytes >= 0, "kvCacheBytes must be >= 0");
-
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) fail(VT_ERR_MODEL_NOT_FOUND, "checkpoint folder " + dir + " does not exist or is not a folder");
 
@@ -42,41 +35,38 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
   progress(0.f, "config");
   e->config_ = load_model_config(dir);
   const ModelConfig &c = e->config_;
+  const MemoryPlan plan = plan_memory(c, p);  // validates the params before anything big happens
   progress(0.02f, "mapping");
   e->checkpoint_ = Checkpoint::open(dir);
   Weights w = bind_weights(c, *e->checkpoint_, [&](int done, int total) {
     progress(0.05f + 0.85f * float(done) / float(total), "weights");
   });
 
-  // Sizes of the run.
-  const int32_t max_pos = c.max_position_embeddings;
-  int32_t max_context = p.max_context > 0 ? p.max_context : std::min(max_pos, 8192);
-  check_option(max_context <= max_pos, "maxContext " + std::to_string(max_context) + " exceeds the model's max_position_embeddings (" +
-                                           std::to_string(max_pos) + ")");
-  const int32_t block_size = p.kv_block_size > 0 ? p.kv_block_size : 16;
-  const int32_t max_seqs = p.max_seqs > 0 ? p.max_seqs : 64;
-  const int32_t max_batch_tokens = p.max_batch_tokens > 0 ? p.max_batch_tokens : 512;
-  const int64_t per_token = KvCache::bytes_per_token(c.n_layers, c.n_kv_heads, c.head_dim);
-  int64_t pool_tokens = p.kv_cache_bytes > 0 ? p.kv_cache_bytes / per_token : std::max<int64_t>(max_context, 4096);
-  int64_t n_blocks = pool_tokens / block_size;
-  if (n_blocks * block_size < max_context)
-    fail(VT_ERR_OUT_OF_MEMORY, "kvCacheBytes " + std::to_string(p.kv_cache_bytes) + " holds " + std::to_string(n_blocks * block_size) +
-                                   " tokens, fewer than maxContext " + std::to_string(max_context) + " (each token needs " +
-                                   std::to_string(per_token) + " bytes); raise kvCacheBytes or lower maxContext");
-  check_option(n_blocks <= INT32_MAX, "kvCacheBytes is too large");
-  e->max_context_ = max_context;
+  // Fail now, with the option to change, rather than half-way through serving: on the CPU backend the KV pool
+  // and the workspaces are host memory (the weights are the checkpoint's page cache, reclaimable).
+  const int64_t needed = plan.kv_cache_bytes + plan.workspace_bytes + w.host_bytes;
+  const int64_t available = host_memory_available();
+  if (available >= 0 && needed > available)
+    fail(VT_ERR_OUT_OF_MEMORY, "this engine needs " + std::to_string(needed >> 20) + " MiB of host memory (KV cache " +
+                                   std::to_string(plan.kv_cache_bytes >> 20) + " MiB for " +
+                                   std::to_string(int64_t(plan.n_blocks) * plan.block_size) + " tokens, workspaces " +
+                                   std::to_string(plan.workspace_bytes >> 20) + " MiB) but only " + std::to_string(available >> 20) +
+                                   " MiB is available; lower maxContext or kvCacheBytes (or maxSeqs / maxBatchTokens)");
 
   progress(0.92f, "kv cache");
-  const int n_threads = p.n_threads > 0 ? p.n_threads : int(std::max(1u, std::thread::hardware_concurrency()));
-  e->pool_ = std::make_unique<cpu::ThreadPool>(n_threads);
-  e->kv_ = std::make_unique<KvCache>(c.n_layers, int32_t(n_blocks), block_size, c.n_kv_heads, c.head_dim);
-  e->blocks_ = std::make_unique<BlockManager>(int32_t(n_blocks), block_size);
-  e->scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{max_seqs, max_batch_tokens}, *e->blocks_);
+  e->plan_ = plan;
+  e->max_context_ = plan.max_context;
+  e->pool_ = std::make_unique<cpu::ThreadPool>(plan.n_threads);
+  e->kv_ = std::make_unique<KvCache>(c.n_layers, plan.n_blocks, plan.block_size, c.n_kv_heads, c.head_dim);
+  e->blocks_ = std::make_unique<BlockManager>(plan.n_blocks, plan.block_size);
+  e->scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{plan.max_seqs, plan.max_batch_tokens}, *e->blocks_);
 
   const int64_t n_params = w.n_params, weight_bytes = w.bytes;
+  e->weight_host_bytes_ = w.host_bytes;
+  e->weight_mapped_bytes_ = w.bytes;
   const DType dtype = w.dtype;
-  auto model = std::make_unique<DenseDecoder>(c, std::move(w), *e->pool_, max_batch_tokens);
-  e->runner_ = std::make_unique<ModelRunner>(std::move(model), *e->kv_, c.vocab_size, max_batch_tokens, max_seqs);
+  auto model = std::make_unique<DenseDecoder>(c, std::move(w), *e->pool_, plan.max_batch_tokens);
+  e->runner_ = std::make_unique<ModelRunner>(std::move(model), *e->kv_, c.vocab_size, plan.max_batch_tokens, plan.max_seqs);
 
   e->arch_name_ = c.architecture;
   e->device_name_ = "cpu";
@@ -91,8 +81,8 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
   info.n_heads = c.n_heads;
   info.n_kv_heads = c.n_kv_heads;
   info.head_dim = c.head_dim;
-  info.max_context = max_context;
-  info.max_position_embeddings = max_pos;
+  info.max_context = plan.max_context;
+  info.max_position_embeddings = c.max_position_embeddings;
   info.bos_token_id = c.bos_token_id;
   info.n_eos = int32_t(std::min<size_t>(c.eos_token_ids.size(), 8));
   for (int i = 0; i < info.n_eos; ++i) info.eos_token_ids[i] = c.eos_token_ids[i];
@@ -102,6 +92,43 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
   progress(1.f, "ready");
   e->start();
   return e;
+}
+
+vt_memory_report Engine::memory() {
+  vt_memory_report r{};
+  r.weight_device_bytes = 0;
+  r.weight_host_bytes = weight_host_bytes_;
+  r.weight_mapped_bytes = weight_mapped_bytes_;
+  for (const auto &f : checkpoint_->files()) r.weight_mapped_resident_bytes += f->resident_bytes();
+  r.kv_cache_bytes = kv_->bytes();
+  r.kv_cache_resident_bytes = kv_->resident_bytes();
+  r.kv_blocks_total = kv_->n_blocks();
+  r.kv_blocks_used = int32_t(blocks_used_.load());
+  r.kv_block_size = kv_->block_size();
+  r.workspace_bytes = plan_.workspace_bytes;
+  r.graphs_count = 0;
+  r.graphs_bytes = 0;
+  return r;
+}
+
+vt_memory_estimate Engine::estimate(const std::string &dir, const vt_engine_params &p) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) fail(VT_ERR_MODEL_NOT_FOUND, "checkpoint folder " + dir + " does not exist or is not a folder");
+  const ModelConfig c = load_model_config(dir);
+  const MemoryPlan plan = plan_memory(c, p);
+  auto ck = Checkpoint::open(dir);  // maps, reads only the headers and the small vectors bind_weights copies
+  const Weights w = bind_weights(c, *ck, nullptr);
+  vt_memory_estimate est{};
+  est.weight_bytes = w.bytes;
+  est.weight_device_bytes = 0;
+  est.weight_host_bytes = w.host_bytes;
+  est.weight_mapped_bytes = w.bytes;
+  est.kv_cache_bytes = plan.kv_cache_bytes;
+  est.kv_cache_tokens = int64_t(plan.n_blocks) * plan.block_size;
+  est.workspace_bytes = plan.workspace_bytes;
+  est.max_context = plan.max_context;
+  est.host_available_bytes = host_memory_available();
+  return est;
 }
 
 void Engine::start() { thread_ = std::thread([this] { loop(); }); }

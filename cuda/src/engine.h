@@ -17,6 +17,7 @@
 #include "kv_cache.h"
 #include "loader/config.h"
 #include "loader/safetensors.h"
+#include "memory_plan.h"
 #include "model_runner.h"
 #include "scheduler.h"
 #include "vt_engine.h"
@@ -33,6 +34,8 @@ class Engine {
   void abort(uint64_t id);
   vt_engine_stats stats();
   const vt_model_info &info() const { return info_; }
+  vt_memory_report memory();
+  static vt_memory_estimate estimate(const std::string &dir, const vt_engine_params &params);
 
  private:
   Engine() = default;
@@ -52,6 +55,8 @@ class Engine {
   vt_model_info info_{};
   std::string arch_name_, device_name_, dtype_name_;
   int32_t max_context_ = 0;
+  MemoryPlan plan_;
+  int64_t weight_host_bytes_ = 0, weight_mapped_bytes_ = 0;
 
   vt_step_fn callback_ = nullptr;
   void *callback_user_ = nullptr;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "residency.h"
 #include "status.h"
 
 namespace vt {
@@ -20,6 +21,8 @@ KvCache::KvCache(int32_t n_layers, int32_t n_blocks, int32_t block_size, int32_t
                                    " (lower kvCacheBytes or maxContext)");
   base_ = static_cast<float *>(p);
 }
+
+int64_t KvCache::resident_bytes() const { return vt::resident_bytes(base_, size_t(bytes_)); }
 
 KvCache::~KvCache() {
   if (base_) munmap(base_, size_t(bytes_));

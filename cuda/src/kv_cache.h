@@ -21,6 +21,7 @@ class KvCache {
   int32_t n_blocks() const { return n_blocks_; }
   int32_t block_size() const { return block_size_; }
   int64_t bytes() const { return bytes_; }
+  int64_t resident_bytes() const;  // pages ever written (mincore)
   static int64_t bytes_per_token(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim) {
     return int64_t(n_layers) * 2 * n_kv_heads * head_dim * int64_t(sizeof(float));
   }

@@ -91,6 +91,35 @@ export interface NativeStats {
   preemptions: number;
 }
 
+/** @internal Mirrors vt_memory_report. */
+export interface NativeMemory {
+  weightDeviceBytes: number;
+  weightHostBytes: number;
+  weightMappedBytes: number;
+  weightMappedResidentBytes: number;
+  kvCacheBytes: number;
+  kvCacheResidentBytes: number;
+  kvBlocksTotal: number;
+  kvBlocksUsed: number;
+  kvBlockSize: number;
+  workspaceBytes: number;
+  graphsCount: number;
+  graphsBytes: number; // -1 = not measurable
+}
+
+/** @internal Mirrors vt_memory_estimate. */
+export interface NativeEstimate {
+  weightBytes: number;
+  weightDeviceBytes: number;
+  weightHostBytes: number;
+  weightMappedBytes: number;
+  kvCacheBytes: number;
+  kvCacheTokens: number;
+  workspaceBytes: number;
+  maxContext: number;
+  hostAvailableBytes: number; // -1 = unknown
+}
+
 /**
  * @internal A loaded engine. Errors thrown by its methods (and by loadEngine's promise) are plain Errors with
  * `code` set to a stable status name ('ERR_BAD_CHECKPOINT', ...); lib/errors.ts turns them into EngineErrors.
@@ -101,6 +130,7 @@ export interface NativeEngine {
   submit(tokens: Int32Array, params: NativeRequestParams): number;
   abort(id: number): void;
   stats(): NativeStats;
+  memory(): NativeMemory;
   /** Ends every live request (each gets an Abort event), joins the step thread, frees the model. */
   dispose(): Promise<void>;
 }
@@ -119,6 +149,8 @@ export interface NativeAddon {
     onStep: (events: NativeStepEvent[]) => void,
     cancel: Int32Array,
   ): Promise<NativeEngine>;
+  /** Sizes an engine for (dir, params) without loading it; rejects like loadEngine on a bad checkpoint. */
+  estimate(dir: string, params: NativeLoadParams): Promise<NativeEstimate>;
 }
 
 let cached: NativeAddon | undefined;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "residency.h"
 #include "status.h"
 
 namespace vt {
@@ -56,6 +57,8 @@ void MappedFile::release(size_t offset, size_t len) const {
   size_t end = (offset + len) / page * page;
   if (end > begin) madvise(const_cast<uint8_t *>(data_) + begin, end - begin, MADV_DONTNEED);
 }
+
+int64_t MappedFile::resident_bytes() const { return vt::resident_bytes(data_, size_); }
 
 namespace {
 

@@ -33,6 +33,8 @@ class MappedFile {
   const std::string &path() const { return path_; }
   // Tells the kernel the pages of [offset, offset+len) are no longer needed (they stay valid to read).
   void release(size_t offset, size_t len) const;
+  // Bytes of the mapping resident in memory now (mincore).
+  int64_t resident_bytes() const;
 
  private:
   MappedFile() = default;

@@ -38,6 +38,7 @@ class Binder {
   std::vector<float> vec(const std::string &name, int64_t n) {
     const TensorInfo &t = get(name, {n});
     std::vector<float> out(n);
+    host_bytes += n * int64_t(sizeof(float));
     for (int64_t i = 0; i < n; ++i) out[i] = load_as_f32(t.data, t.dtype, i);
     return out;
   }
@@ -46,7 +47,7 @@ class Binder {
     return ck_.find(name) ? vec(name, n) : std::vector<float>();
   }
 
-  int64_t n_params = 0, bytes = 0;
+  int64_t n_params = 0, bytes = 0, host_bytes = 0;
 
  private:
   const Checkpoint &ck_;
@@ -99,6 +100,7 @@ Weights bind_weights(const ModelConfig &c, const Checkpoint &ck, const std::func
   }
   w.n_params = b.n_params;
   w.bytes = b.bytes;
+  w.host_bytes = b.host_bytes;
   return w;
 }
 

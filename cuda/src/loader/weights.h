@@ -37,6 +37,7 @@ struct Weights {
   Matrix lm_head;               // (vocab, hidden); the embedding when tied
   int64_t n_params = 0;         // elements of every tensor used (the tied lm_head counted once)
   int64_t bytes = 0;            // their bytes in the checkpoint
+  int64_t host_bytes = 0;       // the fp32 copies of small vectors, in host memory
   DType dtype = DType::BF16;    // dtype of the embedding (the dominant one)
 };
 

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -46,9 +47,15 @@ void run_item(const Job &j, const Item &it) {
   const AttentionBatch &b = *j.b;
   const int group = j.n_heads / j.n_kv_heads, hd = j.head_dim;
   const int n_states = it.rows * group;
+  // When many states share a chunk, its keys and values are first copied side by side: in the cache they sit
+  // n_kv_heads * head_dim floats apart (4 KiB for 8 × 128), so a chunk's vectors all fall into the same few
+  // L1 sets and evict each other while the states sweep them. A decode row uses each key once per group
+  // head and reads them in place.
+  const bool gather = n_states >= 4;
   thread_local Scratch scratch;
-  float *acc = scratch.floats(size_t(n_states) * (hd + 2) + kKeyChunk);
+  float *acc = scratch.floats(size_t(n_states) * (hd + 2) + kKeyChunk + (gather ? 2 * kKeyChunk * size_t(hd) : 0));
   float *m = acc + size_t(n_states) * hd, *l = m + n_states, *s = l + n_states;
+  float *kbuf = s + kKeyChunk, *vbuf = kbuf + size_t(kKeyChunk) * hd;  // (kKeyChunk, head_dim) each
   const float *kp[kKeyChunk], *vp[kKeyChunk];  // this chunk's key and value vectors of the item's kv head
 
   std::fill(acc, acc + size_t(n_states) * hd, 0.f);
@@ -68,6 +75,12 @@ void run_item(const Job &j, const Item &it) {
       const int64_t slot = int64_t(table[p / b.block_size]) * b.block_size + p % b.block_size;
       kp[i] = j.k_cache + slot * kv_row + int64_t(it.kv_head) * hd;
       vp[i] = j.v_cache + slot * kv_row + int64_t(it.kv_head) * hd;
+      if (gather) {
+        std::memcpy(kbuf + size_t(i) * hd, kp[i], size_t(hd) * sizeof(float));
+        std::memcpy(vbuf + size_t(i) * hd, vp[i], size_t(hd) * sizeof(float));
+        kp[i] = kbuf + size_t(i) * hd;
+        vp[i] = vbuf + size_t(i) * hd;
+      }
     }
     for (int r = 0; r < it.rows; ++r) {
       const int32_t pos = pos0 + r;

@@ -1,6 +1,6 @@
-// The inner loops of paged attention (see attention_kernels.h) for each ISA. Scores take four keys at a time so
-// four horizontal reductions overlap; accumulate keeps a 64-float slice of the output in registers while it
-// walks all keys of the chunk, so the output is loaded and stored once per chunk instead of once per key.
+// The inner loops of paged attention (see attention_kernels.h) for each ISA. Scores take eight keys at a time
+// and reduce them together; accumulate keeps a slice of the output in registers while it walks all keys of
+// the chunk, so the output is loaded and stored once per chunk instead of once per key.
 #include "backend/cpu/attention_kernels.h"
 
 #if defined(__x86_64__)
@@ -41,25 +41,54 @@ void accumulate_scalar(const float *p, const float *const *v, int n, int hd, flo
 
 #define VT_AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
 #define VT_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define VT_AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) inline
+#define VT_AVX512_INLINE __attribute__((target("avx512f,avx2,fma,f16c"), always_inline)) inline
+
+// Horizontal sums of eight vectors at once, out[i] = Σ lanes of a[i]: a tree of hadds shared by all eight
+// costs about a third of eight separate reductions, which otherwise rival the dot products themselves.
+VT_AVX2_INLINE __m256 hsum8(const __m256 a[8]) {
+  __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
+  __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
+  t0 = _mm256_hadd_ps(t0, t1);  // per 128-bit half: partial sums of a0..a3
+  t2 = _mm256_hadd_ps(t2, t3);  // and of a4..a7
+  return _mm256_add_ps(_mm256_permute2f128_ps(t0, t2, 0x20), _mm256_permute2f128_ps(t0, t2, 0x31));
+}
+
+VT_AVX2_INLINE float hsum256(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+VT_AVX2_INLINE __m256i mask8(int left) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
 
 VT_AVX512 void scores_avx512(const float *q, const float *const *k, int n, int hd, float *s) {
   const int dm = hd / 16 * 16;
   const __mmask16 tail = __mmask16((1u << (hd - dm)) - 1);
   int j = 0;
-  for (; j + 4 <= n; j += 4) {
-    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (; j + 8 <= n; j += 8) {
+    __m512 a[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) a[i] = _mm512_setzero_ps();
     for (int d = 0; d < dm; d += 16) {
       __m512 qv = _mm512_loadu_ps(q + d);
-      #pragma GCC unroll 16
-      for (int i = 0; i < 4; ++i) a[i] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k[j + i] + d), a[i]);
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) a[i] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k[j + i] + d), a[i]);
     }
     if (tail) {
       __m512 qv = _mm512_maskz_loadu_ps(tail, q + dm);
-      #pragma GCC unroll 16
-      for (int i = 0; i < 4; ++i) a[i] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(tail, k[j + i] + dm), a[i]);
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) a[i] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(tail, k[j + i] + dm), a[i]);
     }
-    #pragma GCC unroll 16
-    for (int i = 0; i < 4; ++i) s[j + i] = _mm512_reduce_add_ps(a[i]);
+    __m256 h[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i)
+      h[i] = _mm256_add_ps(_mm512_castps512_ps256(a[i]),
+                           _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a[i]), 1)));
+    _mm256_storeu_ps(s + j, hsum8(h));
   }
   for (; j < n; ++j) {
     __m512 a = _mm512_setzero_ps();
@@ -69,21 +98,27 @@ VT_AVX512 void scores_avx512(const float *q, const float *const *k, int n, int h
   }
 }
 
+// acc = acc * alpha + Σ_j p_j v_j, a slice of `W` vectors of the output held in registers across all keys:
+// eight independent chains keep both FMA ports busy despite the 4-cycle latency.
+template <int W>
+VT_AVX512_INLINE void accumulate_slice512(const float *p, const float *const *v, int n, int d, __m512 al, float *acc) {
+  __m512 a[W];
+#pragma GCC unroll 8
+  for (int i = 0; i < W; ++i) a[i] = _mm512_mul_ps(_mm512_loadu_ps(acc + d + 16 * i), al);
+  for (int j = 0; j < n; ++j) {
+    __m512 pj = _mm512_set1_ps(p[j]);
+#pragma GCC unroll 8
+    for (int i = 0; i < W; ++i) a[i] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v[j] + d + 16 * i), a[i]);
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < W; ++i) _mm512_storeu_ps(acc + d + 16 * i, a[i]);
+}
+
 VT_AVX512 void accumulate_avx512(const float *p, const float *const *v, int n, int hd, float alpha, float *acc) {
   const __m512 al = _mm512_set1_ps(alpha);
   int d = 0;
-  for (; d + 64 <= hd; d += 64) {
-    __m512 a[4];
-    #pragma GCC unroll 16
-    for (int i = 0; i < 4; ++i) a[i] = _mm512_mul_ps(_mm512_loadu_ps(acc + d + 16 * i), al);
-    for (int j = 0; j < n; ++j) {
-      __m512 pj = _mm512_set1_ps(p[j]);
-      #pragma GCC unroll 16
-      for (int i = 0; i < 4; ++i) a[i] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v[j] + d + 16 * i), a[i]);
-    }
-    #pragma GCC unroll 16
-    for (int i = 0; i < 4; ++i) _mm512_storeu_ps(acc + d + 16 * i, a[i]);
-  }
+  for (; d + 128 <= hd; d += 128) accumulate_slice512<8>(p, v, n, d, al, acc);
+  for (; d + 64 <= hd; d += 64) accumulate_slice512<4>(p, v, n, d, al, acc);
   for (; d < hd; d += 16) {
     const __mmask16 m = hd - d >= 16 ? __mmask16(0xffff) : __mmask16((1u << (hd - d)) - 1);
     __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc + d), al);
@@ -92,35 +127,25 @@ VT_AVX512 void accumulate_avx512(const float *p, const float *const *v, int n, i
   }
 }
 
-VT_AVX2 inline float hsum256(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-VT_AVX2 inline __m256i mask8(int left) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 VT_AVX2 void scores_avx2(const float *q, const float *const *k, int n, int hd, float *s) {
   const int dm = hd / 8 * 8;
   const __m256i tail = mask8(hd - dm);
   int j = 0;
-  for (; j + 4 <= n; j += 4) {
-    __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (; j + 8 <= n; j += 8) {
+    __m256 a[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) a[i] = _mm256_setzero_ps();
     for (int d = 0; d < dm; d += 8) {
       __m256 qv = _mm256_loadu_ps(q + d);
-      #pragma GCC unroll 16
-      for (int i = 0; i < 4; ++i) a[i] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k[j + i] + d), a[i]);
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k[j + i] + d), a[i]);
     }
     if (dm < hd) {
       __m256 qv = _mm256_maskload_ps(q + dm, tail);
-      #pragma GCC unroll 16
-      for (int i = 0; i < 4; ++i) a[i] = _mm256_fmadd_ps(qv, _mm256_maskload_ps(k[j + i] + dm, tail), a[i]);
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(qv, _mm256_maskload_ps(k[j + i] + dm, tail), a[i]);
     }
-    #pragma GCC unroll 16
-    for (int i = 0; i < 4; ++i) s[j + i] = hsum256(a[i]);
+    _mm256_storeu_ps(s + j, hsum8(a));
   }
   for (; j < n; ++j) {
     __m256 a = _mm256_setzero_ps();
@@ -133,17 +158,17 @@ VT_AVX2 void scores_avx2(const float *q, const float *const *k, int n, int hd, f
 VT_AVX2 void accumulate_avx2(const float *p, const float *const *v, int n, int hd, float alpha, float *acc) {
   const __m256 al = _mm256_set1_ps(alpha);
   int d = 0;
-  for (; d + 32 <= hd; d += 32) {
-    __m256 a[4];
-    #pragma GCC unroll 16
-    for (int i = 0; i < 4; ++i) a[i] = _mm256_mul_ps(_mm256_loadu_ps(acc + d + 8 * i), al);
+  for (; d + 64 <= hd; d += 64) {  // 8 chains, as in accumulate_slice512
+    __m256 a[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) a[i] = _mm256_mul_ps(_mm256_loadu_ps(acc + d + 8 * i), al);
     for (int j = 0; j < n; ++j) {
       __m256 pj = _mm256_broadcast_ss(p + j);
-      #pragma GCC unroll 16
-      for (int i = 0; i < 4; ++i) a[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v[j] + d + 8 * i), a[i]);
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v[j] + d + 8 * i), a[i]);
     }
-    #pragma GCC unroll 16
-    for (int i = 0; i < 4; ++i) _mm256_storeu_ps(acc + d + 8 * i, a[i]);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) _mm256_storeu_ps(acc + d + 8 * i, a[i]);
   }
   for (; d < hd; d += 8) {
     const __m256i m = mask8(hd - d);
