@@ -119,8 +119,10 @@ describe('default model (models/default)', () => {
     expect(engine.tokenize(ref.greedy.prompt, { special: false })).toEqual(ref.greedy.prompt_ids);
     const result = await engine.generate(
       { tokens: ref.greedy.prompt_ids },
-      { maxTokens: ref.greedy.max_tokens, temperature: 0, stopTokenIds: [] },
+      // Plain greedy, as the reference: the model's generation_config.json adds a repetition penalty by default.
+      { maxTokens: ref.greedy.max_tokens, temperature: 0, repetitionPenalty: 1, stopTokenIds: [] },
     );
+    expect(engine.generationDefaults).toEqual({ temperature: 0, repetitionPenalty: 1.3 });
     expect(result.tokenIds).toHaveLength(ref.greedy.max_tokens);
     const close = ref.greedy.margins.findIndex((m) => m < MIN_MARGIN);
     const n = close < 0 ? ref.greedy.ids.length : close;
