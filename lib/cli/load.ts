@@ -5,15 +5,12 @@
  * @module
  */
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { SingleBar } from 'cli-progress';
+import { DEFAULT_MODEL_DIR } from '../engine/default-model.js';
 import { Engine } from '../engine/engine.js';
 import { ModelNotFoundError } from '../errors.js';
 import { compact, seconds } from './format.js';
 import { type LoadFlags, loadOptionsOf } from './options.js';
-
-/** The packaged default model (issue 6), relative to lib/cli/ and dist/cli/ alike. @internal */
-export const DEFAULT_MODEL_DIR = fileURLToPath(new URL('../../models/default', import.meta.url));
 
 /** Loads the model the flags name, reporting progress on stderr unless `--quiet`. @internal */
 export async function loadEngine(flags: LoadFlags, signal: AbortSignal): Promise<Engine> {

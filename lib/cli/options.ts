@@ -52,7 +52,7 @@ export function addSamplingOptions(cmd: Command, maxTokensDefault: number): Comm
   const generate = (key: keyof GenerateOptions) => checked((n) => validateGenerateOptions({ [key]: n }));
   return cmd
     .option('-n, --max-tokens <n>', 'most tokens to generate', generate('maxTokens'), maxTokensDefault)
-    .option('-t, --temperature <t>', 'sampling temperature; 0 = greedy (default 0)', generate('temperature'))
+    .option('-t, --temperature <t>', 'sampling temperature, 0 = greedy (default: as generation_config.json says; greedy without one)', generate('temperature'))
     .option('--top-k <k>', 'sample among the k most likely tokens (0 = off)', generate('topK'))
     .option('--top-p <p>', 'nucleus sampling threshold in (0, 1] (1 = off)', generate('topP'))
     .option('--min-p <p>', 'drop tokens below p × the top probability (0 = off)', generate('minP'))

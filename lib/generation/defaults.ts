@@ -10,10 +10,15 @@ import { join } from 'node:path';
 
 /** The sampling defaults a checkpoint asks for; every field is a {@link GenerateOptions} field. */
 export interface GenerationDefaults {
+  /** The default {@link GenerateOptions.temperature}: 0 (greedy) unless the checkpoint sets `do_sample: true`. */
   temperature: number;
+  /** The default {@link GenerateOptions.topK}, when the checkpoint samples (`top_k`, 50 if unset). */
   topK?: number;
+  /** The default {@link GenerateOptions.topP}, when the checkpoint samples and sets `top_p` below 1. */
   topP?: number;
+  /** The default {@link GenerateOptions.minP}, when the checkpoint samples and sets `min_p`. */
   minP?: number;
+  /** The default {@link GenerateOptions.repetitionPenalty}, when the checkpoint sets `repetition_penalty`. */
   repetitionPenalty?: number;
 }
 
