@@ -6,14 +6,13 @@
 // The engine sources (those scripts/native-sources.mjs lists, or VT_NATIVE_SOURCES="a.cpp b.cpp" to try a
 // subset while other files are mid-edit) are compiled once into test/native/build/obj and archived into
 // libvtengine.a; each test links against the archive, so it pulls in only the objects it uses. An object is
-// rebuilt when it is older than its source or than any header under cuda/ (headers are not tracked per
-// file: a header edit rebuilds everything, which on this code base takes seconds), or when the flags change.
+// rebuilt when its source or any header it included (as g++ -MMD recorded) is newer, or the flags changed.
 // A source that fails to compile fails the run, but the tests that do not need it still build and run.
 // CXX overrides the compiler. Exit code: 0 only if everything built and every test passed.
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -23,23 +22,26 @@ const cxx = process.env.CXX || 'g++';
 const cflags = ['-std=c++20', '-O2', '-g', '-pthread', '-Icuda/include', '-Icuda/src'];
 const ldflags = ['-pthread', '-ldl'];
 const filters = process.argv.slice(2);
+const timeoutMs = 1000 * Number(process.env.VT_NATIVE_TEST_TIMEOUT_S || 300);  // per test program
 
 function engineSources() {
   const override = process.env.VT_NATIVE_SOURCES;
-  const list = override ?? execFileSync(process.execPath, [join(root, 'scripts/native-sources.mjs')], { encoding: 'utf8' });
+  const list =
+    override ?? execFileSync(process.execPath, [join(root, 'scripts/native-sources.mjs')], {
+      encoding: 'utf8',
+    });
   return list.split(/\s+/).filter(Boolean);
 }
 
-function walk(dir, keep) {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir).flatMap((name) => {
-    const p = join(dir, name);
-    return statSync(p).isDirectory() ? walk(p, keep) : keep(p) ? [p] : [];
-  });
-}
-
 const mtime = (p) => (existsSync(p) ? statSync(p).mtimeMs : -Infinity);
-const newestHeader = Math.max(-Infinity, ...walk(join(root, 'cuda'), (p) => /\.(h|hpp|cuh|inc)$/.test(p)).map(mtime));
+
+// The files an object was built from, as g++ -MMD recorded them next to it (source first, then headers).
+function depsOf(obj) {
+  const d = obj.replace(/\.o$/, '.d');
+  if (!existsSync(d)) return null;
+  const text = readFileSync(d, 'utf8').replace(/\\\n/g, ' ');
+  return text.slice(text.indexOf(':') + 1).split(/\s+/).filter(Boolean).map((f) => resolve(root, f));
+}
 
 // Flags are part of every object's identity: a change of compiler or flags rebuilds all.
 mkdirSync(objDir, { recursive: true });
@@ -62,7 +64,7 @@ function run(cmd, args, opts = {}) {
   });
 }
 
-// Runs jobs() with at most `width` in flight.
+// Runs job(item) for every item, at most `width` at a time.
 async function pool(items, width, job) {
   const results = new Array(items.length);
   let next = 0;
@@ -77,9 +79,11 @@ async function pool(items, width, job) {
 }
 
 async function compile(src, obj) {
-  if (mtime(obj) > Math.max(mtime(join(root, src)), newestHeader)) return { ok: true, fresh: false };
+  const deps = depsOf(obj);
+  const built = mtime(obj);
+  if (deps && deps.every((f) => existsSync(f) && mtime(f) < built)) return { ok: true, fresh: false };
   mkdirSync(dirname(obj), { recursive: true });
-  const r = await run(cxx, [...cflags, '-c', src, '-o', obj]);
+  const r = await run(cxx, [...cflags, '-MMD', '-MF', obj.replace(/\.o$/, '.d'), '-c', src, '-o', obj]);
   if (r.out.trim()) process.stdout.write(`--- ${src}\n${r.out}`);
   if (r.code !== 0) rmSync(obj, { force: true });
   return { ok: r.code === 0, fresh: true };
@@ -91,8 +95,10 @@ const width = Math.max(1, availableParallelism());
 
 // 1. Engine sources → objects → one archive.
 const sources = engineSources();
-const objects = sources.map((s) => join(objDir, s.replace(/\.cpp$/, '.o')));
-const built = await pool(sources, width, (s) => compile(s, join(objDir, s.replace(/\.cpp$/, '.o'))));
+// Object path mirrors the source path (a `..` in an override stays inside obj/).
+const objectOf = (src) => join(objDir, src.replace(/\.\.\//g, '__/').replace(/\.cpp$/, '.o'));
+const objects = sources.map(objectOf);
+const built = await pool(sources, width, (s) => compile(s, objectOf(s)));
 const rebuilt = built.filter((b) => b.fresh).length;
 sources.forEach((s, i) => { if (!built[i].ok) failures.push(`build ${s}`); });
 const archive = join(buildDir, 'libvtengine.a');
@@ -102,7 +108,8 @@ if (good.length) {
   const r = await run('ar', ['rcs', archive, ...good.map((o) => relative(root, o))]);
   if (r.code !== 0) { process.stdout.write(r.out); failures.push('archive engine objects'); }
 }
-console.log(`native: ${sources.length} engine sources (${rebuilt} compiled) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+const secs = ((Date.now() - t0) / 1000).toFixed(1);
+console.log(`native: ${sources.length} engine sources (${rebuilt} compiled) in ${secs} s`);
 
 // 2. Tests: compile, link, run one after another (each may use every core).
 const testDir = join(root, 'test/native');
@@ -110,14 +117,17 @@ const tests = readdirSync(testDir)
   .filter((f) => /^test_.*\.cpp$/.test(f))
   .filter((f) => !filters.length || filters.some((x) => f.includes(x)))
   .sort();
-const testObjs = await pool(tests, width, (f) => compile(`test/native/${f}`, join(buildDir, f.replace(/\.cpp$/, '.o'))));
+const testObjs = await pool(tests, width, (f) =>
+  compile(`test/native/${f}`, join(objDir, 'test', f.replace(/\.cpp$/, '.o'))),
+);
 
 const summary = [];
 for (const [i, f] of tests.entries()) {
   const name = f.replace(/\.cpp$/, '');
   const exe = join(buildDir, name);
   if (!testObjs[i].ok) { summary.push([name, 'BUILD FAILED', 0]); continue; }
-  const link = await run(cxx, [join(buildDir, `${name}.o`), ...(existsSync(archive) ? [archive] : []), ...ldflags, '-o', exe]);
+  const libs = existsSync(archive) ? [archive] : [];
+  const link = await run(cxx, [join(objDir, 'test', `${name}.o`), ...libs, ...ldflags, '-o', exe]);
   if (link.code !== 0) {
     process.stdout.write(`--- link ${name}\n${link.out}`);
     summary.push([name, 'LINK FAILED', 0]);
@@ -125,7 +135,7 @@ for (const [i, f] of tests.entries()) {
   }
   console.log(`=== ${name}`);
   const start = Date.now();
-  const r = await run(exe, [], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const r = await run(exe, [], { stdio: ['ignore', 'inherit', 'inherit'], timeout: timeoutMs });
   summary.push([name, r.code === 0 ? 'PASS' : `FAIL (exit ${r.code})`, (Date.now() - start) / 1000]);
 }
 
@@ -134,8 +144,10 @@ for (const [name, status, secs] of summary) {
   console.log(`  ${status.padEnd(16)} ${name}${secs ? ` (${secs.toFixed(1)} s)` : ''}`);
   if (status !== 'PASS') failures.push(name);
 }
-for (const f of failures.filter((f) => f.startsWith('build ') || f.startsWith('archive'))) console.log(`  FAILED           ${f}`);
+for (const f of failures.filter((f) => f.startsWith('build ') || f.startsWith('archive'))) {
+  console.log(`  FAILED           ${f}`);
+}
 const passed = summary.filter(([, s]) => s === 'PASS').length;
 if (!tests.length) console.log('  (no test matched)');
 console.log(`native: ${passed} passed, ${failures.length} failed`);
-process.exit(failures.length || !tests.length ? 1 : 0);
+process.exitCode = failures.length || !tests.length ? 1 : 0;

@@ -345,7 +345,10 @@ void test_attention(Isa isa, ThreadPool &pool, int32_t n_heads, int32_t n_kv, in
   std::vector<int32_t> tables(size_t(n_seqs * max_blocks));
   for (size_t i = 0; i < tables.size(); ++i) tables[i] = ids[i];
   std::vector<int32_t> q_start(static_cast<size_t>(n_seqs + 1), 0), pos0(static_cast<size_t>(n_seqs));
-  for (int32_t s = 0; s < n_seqs; ++s) q_start[size_t(s + 1)] = q_start[size_t(s)] + seqs[size_t(s)].q_len, pos0[size_t(s)] = seqs[size_t(s)].pos0;
+  for (int32_t s = 0; s < n_seqs; ++s) {
+    q_start[size_t(s + 1)] = q_start[size_t(s)] + seqs[size_t(s)].q_len;
+    pos0[size_t(s)] = seqs[size_t(s)].pos0;
+  }
   const int32_t T = q_start[size_t(n_seqs)];
   const int64_t slot_row = int64_t(n_kv) * hd;
   // The whole cache is random, including positions after each query: any key the mask lets through shows up.
@@ -380,7 +383,10 @@ void test_attention(Isa isa, ThreadPool &pool, int32_t n_heads, int32_t n_kv, in
         for (auto &x : sc) den += (x = std::exp(x - mx));
         for (int32_t i = 0; i < hd; ++i) {
           double o = 0, a = 0;
-          for (int32_t p = 0; p <= pos; ++p) o += sc[size_t(p)] * vrow[size_t(p)][i], a += sc[size_t(p)] * std::fabs(vrow[size_t(p)][i]);
+          for (int32_t p = 0; p <= pos; ++p) {
+            o += sc[size_t(p)] * vrow[size_t(p)][i];
+            a += sc[size_t(p)] * std::fabs(vrow[size_t(p)][i]);
+          }
           ref[(size_t(r) * n_heads + h) * hd + size_t(i)] = o / den;
           tol_scale[(size_t(r) * n_heads + h) * hd + size_t(i)] = a / den;
         }
@@ -418,11 +424,19 @@ int main() {
   auto t0 = std::chrono::steady_clock::now();
   auto lap = [&](const char *what) {
     auto t1 = std::chrono::steady_clock::now();
-    if (std::getenv("VT_TEST_TIMES")) std::printf("  %s: %.2f s\n", what, std::chrono::duration<double>(t1 - t0).count());
+    if (std::getenv("VT_TEST_TIMES"))
+      std::printf("  %s: %.2f s\n", what, std::chrono::duration<double>(t1 - t0).count());
     t0 = t1;
   };
   test_thread_pool();
   lap("thread pool");
+  {
+    Isa parsed;
+    bool ok = true;
+    for (Isa i : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon})
+      ok &= isa_from_name(isa_name(i), &parsed) && parsed == i;
+    record(ok && !isa_from_name("sse9", &parsed) && isa_supported(Isa::Scalar), "isa names (VT_CPU_ISA values)");
+  }
   ThreadPool pool2(2), pool3(3), pool1(1);
   test_small_ops(pool2);
   lap("small ops");

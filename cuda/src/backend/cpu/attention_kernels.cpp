@@ -71,20 +71,20 @@ VT_AVX512 void scores_avx512(const float *q, const float *const *k, int n, int h
   int j = 0;
   for (; j + 8 <= n; j += 8) {
     __m512 a[8];
-#pragma GCC unroll 8
+    #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) a[i] = _mm512_setzero_ps();
     for (int d = 0; d < dm; d += 16) {
       __m512 qv = _mm512_loadu_ps(q + d);
-#pragma GCC unroll 8
+      #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) a[i] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k[j + i] + d), a[i]);
     }
     if (tail) {
       __m512 qv = _mm512_maskz_loadu_ps(tail, q + dm);
-#pragma GCC unroll 8
+      #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) a[i] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(tail, k[j + i] + dm), a[i]);
     }
     __m256 h[8];
-#pragma GCC unroll 8
+    #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i)
       h[i] = _mm256_add_ps(_mm512_castps512_ps256(a[i]),
                            _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a[i]), 1)));
@@ -103,14 +103,14 @@ VT_AVX512 void scores_avx512(const float *q, const float *const *k, int n, int h
 template <int W>
 VT_AVX512_INLINE void accumulate_slice512(const float *p, const float *const *v, int n, int d, __m512 al, float *acc) {
   __m512 a[W];
-#pragma GCC unroll 8
+  #pragma GCC unroll 8
   for (int i = 0; i < W; ++i) a[i] = _mm512_mul_ps(_mm512_loadu_ps(acc + d + 16 * i), al);
   for (int j = 0; j < n; ++j) {
     __m512 pj = _mm512_set1_ps(p[j]);
-#pragma GCC unroll 8
+    #pragma GCC unroll 8
     for (int i = 0; i < W; ++i) a[i] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v[j] + d + 16 * i), a[i]);
   }
-#pragma GCC unroll 8
+  #pragma GCC unroll 8
   for (int i = 0; i < W; ++i) _mm512_storeu_ps(acc + d + 16 * i, a[i]);
 }
 
@@ -133,16 +133,16 @@ VT_AVX2 void scores_avx2(const float *q, const float *const *k, int n, int hd, f
   int j = 0;
   for (; j + 8 <= n; j += 8) {
     __m256 a[8];
-#pragma GCC unroll 8
+    #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) a[i] = _mm256_setzero_ps();
     for (int d = 0; d < dm; d += 8) {
       __m256 qv = _mm256_loadu_ps(q + d);
-#pragma GCC unroll 8
+      #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k[j + i] + d), a[i]);
     }
     if (dm < hd) {
       __m256 qv = _mm256_maskload_ps(q + dm, tail);
-#pragma GCC unroll 8
+      #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(qv, _mm256_maskload_ps(k[j + i] + dm, tail), a[i]);
     }
     _mm256_storeu_ps(s + j, hsum8(a));
@@ -160,14 +160,14 @@ VT_AVX2 void accumulate_avx2(const float *p, const float *const *v, int n, int h
   int d = 0;
   for (; d + 64 <= hd; d += 64) {  // 8 chains, as in accumulate_slice512
     __m256 a[8];
-#pragma GCC unroll 8
+    #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) a[i] = _mm256_mul_ps(_mm256_loadu_ps(acc + d + 8 * i), al);
     for (int j = 0; j < n; ++j) {
       __m256 pj = _mm256_broadcast_ss(p + j);
-#pragma GCC unroll 8
+      #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v[j] + d + 8 * i), a[i]);
     }
-#pragma GCC unroll 8
+    #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) _mm256_storeu_ps(acc + d + 8 * i, a[i]);
   }
   for (; d < hd; d += 8) {

@@ -34,11 +34,6 @@ int64_t k_block() {
 }
 
 template <DType WT>
-float widen(const void *w, int64_t i) {
-  return load_as_f32(w, WT, i);
-}
-
-template <DType WT>
 void pack_strip_t(const void *w, int64_t K, int rows, int nr, int64_t k0, int64_t k1, float *dst) {
   for (int r = 0; r < nr; ++r) {
     float *d = dst + r;
@@ -47,7 +42,7 @@ void pack_strip_t(const void *w, int64_t K, int rows, int nr, int64_t k0, int64_
       continue;
     }
     int64_t base = int64_t(r) * K;
-    for (int64_t k = k0; k < k1; ++k, d += nr) *d = widen<WT>(w, base + k);
+    for (int64_t k = k0; k < k1; ++k, d += nr) *d = load_as_f32(w, WT, base + k);
   }
 }
 

@@ -9,7 +9,7 @@
 //  pack  prefill regime (many tokens, compute-bound). Widens a strip of `nr` weight rows over k in [k0, k1)
 //        into fp32, transposed so one k holds `nr` consecutive values: dst(k1 - k0, nr), rows past the end of
 //        the matrix zero. Done once per strip and reused by every token tile, so the conversion is amortised.
-//  tile  the register-blocked micro-kernel on a packed strip: y(mr, cols) (+)= x(mr, kc) · dst(kc, nr)ᵀ with
+//  tile  the register-blocked micro-kernel on a packed strip: y(mr, cols) (+)= x(mr, kc) · dst(kc, nr) with
 //        mr <= MatmulKernels::mr tokens and cols <= nr valid outputs, accumulators held in registers for the
 //        whole kc loop. `init` (nr floats, the bias tile or zeros) seeds the sums when !accumulate; otherwise
 //        the sums start from y, so the driver can block over K.
@@ -27,9 +27,10 @@
 
 namespace vt::cpu {
 
+// The scalar reference path has no pack/tile (nullptr): it takes gemv for every T.
 struct MatmulKernels {
   Isa isa;
-  int nr;    // weight rows per packed strip (a multiple of the vector width)
+  int nr;    // weight rows per packed strip (a multiple of the vector width, at most 64)
   int mr;    // tokens per micro-kernel call at most
   int perm;  // bf16 decode: chunk of the x permutation, in elements (0: x is used as is)
 

@@ -14,7 +14,9 @@ namespace vt::cpu {
 namespace {
 
 // Rows per chunk so that a chunk is at least ~16K elements of work.
-int64_t row_grain(int64_t elems_per_row) { return std::max<int64_t>(1, (16 << 10) / std::max<int64_t>(1, elems_per_row)); }
+int64_t row_grain(int64_t elems_per_row) {
+  return std::max<int64_t>(1, (16 << 10) / std::max<int64_t>(1, elems_per_row));
+}
 
 // Sum of squares with eight independent partial sums: no loop-carried dependency on one register (and a
 // shape the vectoriser recognises), fp32 like the rest of the activations.

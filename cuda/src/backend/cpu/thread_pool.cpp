@@ -11,8 +11,8 @@
 // itself (low 16 bits), and only workers that own a chunk, which the dispatcher does wait for, read the rest.
 //
 // The sleep handshake is Dekker-style on two seq_cst atomics: a worker publishes "I am going to sleep"
-// (sleepers_++) and then re-reads the generation; the dispatcher publishes the new generation and then reads
-// sleepers_. At least one of them sees the other's write, so a wake-up is never lost.
+// (sleepers++) and then re-reads the generation; the dispatcher publishes the new generation and then reads
+// sleepers. At least one of them sees the other's write, so a wake-up is never lost.
 #include "backend/cpu/thread_pool.h"
 
 #include <atomic>
@@ -62,7 +62,8 @@ bool spin_until(Pred pred, int64_t budget_ns) {
       if (pred()) return true;
       cpu_relax();
     }
-    auto el = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+    auto el = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+                  .count();
     if (el > budget_ns) return pred();
     if (el > kPureSpinNs) std::this_thread::yield();
   }
@@ -119,7 +120,9 @@ struct ThreadPool::Impl {
         std::lock_guard<std::mutex> lk(mu);
         if (!error) error = std::current_exception();
       }
-      if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1 && caller_asleep.load(std::memory_order_seq_cst)) {
+      // seq_cst on both sides, as with sleepers: the caller stores caller_asleep, then re-reads pending.
+      const bool last = pending.fetch_sub(1, std::memory_order_seq_cst) == 1;
+      if (last && caller_asleep.load(std::memory_order_seq_cst)) {
         std::lock_guard<std::mutex> lk(mu);  // orders the notify after the caller's predicate check
         done_cv.notify_one();
       }
