@@ -18,6 +18,23 @@ export { DEFAULT_MODEL_DIR } from './engine/default-model.js';
 export type { DeviceOption, LoadOptions, LoadProgress } from './engine/load-options.js';
 export type { EngineStats, ModelInfo } from './engine/model-info.js';
 export type { ScoreResult } from './engine/score.js';
+export { MemoryTracker } from './memory/tracker.js';
+export type {
+  EngineMemory,
+  GpuDeviceMemory,
+  GpuMemory,
+  MemoryComponent,
+  MemoryEstimate,
+  MemoryPeaks,
+  MemorySample,
+  MemoryReasons,
+  MemorySnapshot,
+  MemoryTier,
+  PeakTimes,
+  ProcessMemory,
+  SystemMemory,
+  TrackMemoryOptions,
+} from './memory/types.js';
 export type { GenerationDefaults } from './generation/defaults.js';
 export { Generation, type GenerationEvents } from './generation/generation.js';
 export type { GenerateInput, GenerateOptions, MessagesInput, PromptInput, TokensInput } from './generation/options.js';

@@ -17,13 +17,25 @@ import {
 } from '../generation/options.js';
 import { TextLayer } from '../tokenizer/text-layer.js';
 import type { DetokenizeOptions, TokenizeOptions } from '../tokenizer/tokenizer.js';
-import { type NativeAddon, type NativeEngine, NativeFinish, type NativeStepEvent, nativeAddon } from '../native/addon.js';
+import {
+  type NativeAddon,
+  type NativeEngine,
+  NativeFinish,
+  type NativeLoadParams,
+  type NativeMemory,
+  type NativeStepEvent,
+  nativeAddon,
+} from '../native/addon.js';
 import { show, tokenIdsOption } from '../validation.js';
 import { type LoadOptions, validateLoadOptions } from './load-options.js';
 import { type EngineStats, type ModelInfo, toEngineStats, toModelInfo } from './model-info.js';
 import type { ScoreResult } from './score.js';
 import { DEFAULT_MODEL_DIR } from './default-model.js';
 import { type GenerationDefaults, readGenerationDefaults } from '../generation/defaults.js';
+import { estimateMemory, explainOutOfMemory } from '../memory/estimate.js';
+import { takeSnapshot } from '../memory/snapshot.js';
+import { MemoryTracker } from '../memory/tracker.js';
+import type { MemoryEstimate, MemorySnapshot, TrackMemoryOptions } from '../memory/types.js';
 
 /** The checkpoint's defaults under the caller's options (anything but a plain object goes to the validator as is). */
 function withDefaults(defaults: GenerationDefaults, options: unknown): unknown {
@@ -46,6 +58,8 @@ export class Engine implements AsyncDisposable {
   readonly #text: TextLayer | undefined;
   /** Generations the engine has not finished yet, by native request id. */
   readonly #live = new Map<number, Generation>();
+  /** Memory trackers not stopped yet; dispose() stops them. */
+  readonly #trackers = new Set<MemoryTracker>();
   #disposed = false;
   #disposal: Promise<void> | undefined;
 
@@ -64,6 +78,13 @@ export class Engine implements AsyncDisposable {
     this.modelInfo = Object.freeze({ ...modelInfo, eosTokenIds: Object.freeze([...eos]) });
   }
 
+  /**
+   * Loads the packaged default model ({@link DEFAULT_MODEL_DIR}): a tiny Qwen3 trained on Python's standard
+   * library, for trying the SDK out. The same as `Engine.load(DEFAULT_MODEL_DIR, options)`.
+   *
+   * @param options - see {@link LoadOptions}.
+   */
+  static async load(options?: LoadOptions): Promise<Engine>;
   /**
    * Loads a Hugging Face checkpoint folder (`config.json`, `*.safetensors`, …) on a worker thread.
    *
@@ -90,16 +111,9 @@ export class Engine implements AsyncDisposable {
    * console.log(engine.modelInfo.architecture, engine.device);
    * ```
    */
-  static async load(options?: LoadOptions): Promise<Engine>;
   static async load(dir: string, options?: LoadOptions): Promise<Engine>;
   static async load(dirOrOptions?: string | LoadOptions, maybeOptions?: LoadOptions): Promise<Engine> {
-    const useDefault = dirOrOptions === undefined || (typeof dirOrOptions === 'object' && dirOrOptions !== null);
-    const dir = useDefault ? DEFAULT_MODEL_DIR : dirOrOptions;
-    const options = useDefault ? (dirOrOptions as LoadOptions | undefined) : maybeOptions;
-    const params = validateLoadOptions(options);
-    if (typeof dir !== 'string' || dir.length === 0) {
-      throw new InvalidOptionError(`Engine.load needs the path of a checkpoint folder (with config.json), got ${show(dir)}.`);
-    }
+    const { dir, options, params } = loadTarget('load', dirOrOptions, maybeOptions);
     const { onProgress, signal } = options ?? {};
     if (signal?.aborted) throw new AbortError('Engine.load was aborted before it started.', { cause: signal.reason });
     const addon = loadAddon();
@@ -135,7 +149,8 @@ export class Engine implements AsyncDisposable {
       native = await addon.loadEngine(path.resolve(dir), params, progress, onStep, cancel);
     } catch (err) {
       if (progressFailure) throw progressFailure.error;
-      throw fromNativeError(err);
+      // Name the option that would make it fit, with the figure, from the estimate of the same options.
+      throw await explainOutOfMemory(fromNativeError(err), addon, path.resolve(dir), params);
     } finally {
       settled = true;
       signal?.removeEventListener('abort', stop);
@@ -156,6 +171,78 @@ export class Engine implements AsyncDisposable {
       throw fromNativeError(err);
     }
     return engine;
+  }
+
+  /**
+   * What loading `dir` with `options` would take, by tier, computed from `config.json` and the safetensors headers
+   * before anything is loaded, and whether it fits in the memory available now. The KV pool and workspace figures
+   * come from the code `Engine.load` sizes them with, so they equal what the loaded engine's {@link Engine.memory}
+   * reports.
+   *
+   * @param dir - the checkpoint folder, absolute or relative to the current directory.
+   * @param options - the {@link LoadOptions} you would load with, checked as `Engine.load` checks them.
+   * @returns the estimate; when it does not fit, `suggestion` says which option to change (maxContext,
+   * kvCacheBytes, maxSeqs...) and `suggestedOptions` holds values that would fit.
+   * @throws (rejects with) {@link InvalidOptionError} for bad options; the checkpoint errors of {@link Engine.load}.
+   *
+   * @example
+   * ```ts
+   * const est = await Engine.estimate('./models/Qwen3-0.6B', { maxContext: 32768 });
+   * if (!est.fits) console.error(est.suggestion);
+   * console.log(est.totals); // { hostHeapBytes, pageCacheBytes, deviceBytes }
+   * ```
+   */
+  static async estimate(dir: string, options?: LoadOptions): Promise<MemoryEstimate>;
+  /**
+   * What loading the packaged default model ({@link DEFAULT_MODEL_DIR}) with `options` would take. The same as
+   * `Engine.estimate(DEFAULT_MODEL_DIR, options)`.
+   *
+   * @param options - see {@link LoadOptions}.
+   */
+  static async estimate(options?: LoadOptions): Promise<MemoryEstimate>;
+  static async estimate(dirOrOptions?: string | LoadOptions, maybeOptions?: LoadOptions): Promise<MemoryEstimate> {
+    const { dir, params } = loadTarget('estimate', dirOrOptions, maybeOptions);
+    return estimateMemory(loadAddon(), path.resolve(dir), params);
+  }
+
+  /**
+   * A snapshot of memory: this process (PSS, RSS, USS, swap from procfs), the machine (total and MemAvailable), and
+   * the engine's own accounting (weights by tier, KV blocks and pool, workspaces, a per-component list).
+   *
+   * Asynchronous because the GPU half (NVML, the driver) may block for milliseconds and the procfs read makes the
+   * kernel walk every mapping of the process; neither should stall the event loop of a server.
+   *
+   * @throws (rejects with) {@link DisposedError} after `dispose()`.
+   * @example
+   * ```ts
+   * const { process, engine } = await engine.memory();
+   * console.log(process?.pssBytes, engine.kvCache.blocksUsed, engine.components);
+   * ```
+   */
+  async memory(): Promise<MemorySnapshot> {
+    this.#checkLive('memory');
+    let native: NativeMemory;
+    try {
+      native = this.#native.memory();
+    } catch (err) {
+      throw fromNativeError(err);
+    }
+    return takeSnapshot(native, this.device);
+  }
+
+  /**
+   * Starts sampling memory every `intervalMs` (default 100 ms): this process's PSS and RSS, its GPU bytes (null on
+   * the CPU backend) and MemAvailable. `stop()` returns the peaks over the window, the peak fall of MemAvailable
+   * below its value at the start, and when each happened. The timer does not keep the process alive;
+   * {@link Engine.dispose} stops every tracker of the engine.
+   *
+   * @throws {@link InvalidOptionError} for bad options; {@link DisposedError} after `dispose()`.
+   */
+  trackMemory(options?: TrackMemoryOptions): MemoryTracker {
+    this.#checkLive('trackMemory');
+    const tracker = new MemoryTracker(options, { onStop: (t) => this.#trackers.delete(t) });
+    if (!tracker.stopped) this.#trackers.add(tracker);
+    return tracker;
   }
 
   /** Where the model runs: `'cpu'` or `'cuda'` (what `device: 'auto'` picked). */
@@ -352,6 +439,7 @@ export class Engine implements AsyncDisposable {
 
   async #dispose(): Promise<void> {
     this.#disposed = true;
+    for (const tracker of [...this.#trackers]) tracker._end();
     try {
       await this.#native.dispose();
     } catch (err) {
@@ -406,6 +494,22 @@ function booleanOption(options: unknown, name: string, method: string): boolean 
     throw new InvalidOptionError(`Option "${name}" of ${method}() must be a boolean, got ${show(value)}.`);
   }
   return value as boolean | undefined;
+}
+
+/** The folder and options of `Engine.load(dir?, options?)` / `Engine.estimate(dir?, options?)`, checked. */
+function loadTarget(
+  method: string,
+  dirOrOptions: string | LoadOptions | undefined,
+  maybeOptions: LoadOptions | undefined,
+): { dir: string; options: LoadOptions | undefined; params: NativeLoadParams } {
+  const useDefault = dirOrOptions === undefined || (typeof dirOrOptions === 'object' && dirOrOptions !== null);
+  const dir = useDefault ? DEFAULT_MODEL_DIR : dirOrOptions;
+  const options = useDefault ? (dirOrOptions as LoadOptions | undefined) : maybeOptions;
+  const params = validateLoadOptions(options);
+  if (typeof dir !== 'string' || dir.length === 0) {
+    throw new InvalidOptionError(`Engine.${method} needs the path of a checkpoint folder (with config.json), got ${show(dir)}.`);
+  }
+  return { dir, options, params };
 }
 
 function loadAddon(): NativeAddon {

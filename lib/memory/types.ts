@@ -1,0 +1,262 @@
+/**
+ * What `engine.memory()`, `engine.trackMemory()` and `Engine.estimate()` report. Every figure is in bytes. A figure
+ * that cannot be measured here is `null`, with the reason beside it — never a guess and never an exception.
+ * @module
+ */
+import type { LoadOptions } from '../engine/load-options.js';
+
+/**
+ * Where bytes live. `'host'`: anonymous host memory the engine allocated (heap, KV pool on the CPU); `'mapped'`: the
+ * checkpoint files' mappings, i.e. page cache the kernel may drop and read again; `'device'`: GPU memory.
+ */
+export type MemoryTier = 'host' | 'mapped' | 'device';
+
+/** This process's memory, from `/proc/self/smaps_rollup` (or the sum of `/proc/self/smaps` on old kernels). */
+export interface ProcessMemory {
+  /** Resident set: every page mapped and in memory, shared ones counted whole. */
+  rssBytes: number;
+  /** Proportional set: shared pages divided among the processes that map them. The honest "what this costs". */
+  pssBytes: number;
+  /** Unique set: pages no other process maps (Private_Clean + Private_Dirty); what exiting would free at least. */
+  ussBytes: number;
+  /** Pages of this process in swap. */
+  swapBytes: number;
+  /** PSS of anonymous memory (heap, KV pool); null where the kernel does not split it (before Linux 5.4, smaps). */
+  pssAnonBytes: number | null;
+  /** PSS of file mappings (the checkpoint, shared libraries); null where the kernel does not split it. */
+  pssFileBytes: number | null;
+  /** The procfs file the figures come from. */
+  source: 'smaps_rollup' | 'smaps';
+}
+
+/** The machine's memory, from `/proc/meminfo`. */
+export interface SystemMemory {
+  /** MemTotal. */
+  totalBytes: number;
+  /** MemAvailable: what could be allocated without swapping (free memory plus reclaimable caches). */
+  availableBytes: number;
+}
+
+/** One GPU, as the CUDA backend will report it. */
+export interface GpuDeviceMemory {
+  /** CUDA device ordinal. */
+  index: number;
+  /** The device's name, such as `'NVIDIA H200'`. */
+  name: string;
+  /** Memory of the device, from the driver (`cuMemGetInfo`). */
+  totalBytes: number;
+  /** Memory free on the device now, from the driver, all processes considered. */
+  freeBytes: number;
+  /**
+   * Bytes this process holds on the device, from NVML (`nvmlDeviceGetComputeRunningProcesses`); null when NVML is
+   * absent or does not answer (as on unified-memory GB10), with the reason in {@link processBytesReason}.
+   */
+  processBytes: number | null;
+  /** Why {@link processBytes} is null. */
+  processBytesReason?: string;
+  /** The device shares one memory pool with the host (GB10, Jetson Thor): its bytes are also host bytes. */
+  unifiedMemory: boolean;
+}
+
+/** GPU memory; present only when the engine runs on a GPU. */
+export interface GpuMemory {
+  /** Every device the engine uses. */
+  devices: GpuDeviceMemory[];
+}
+
+/** Why a figure is null, by the name of the figure (`process`, `system`, `gpu`); empty when none is. */
+export type MemoryReasons = Partial<Record<'process' | 'system' | 'gpu', string>>;
+
+/** One part of what the engine holds. The components sum to {@link EngineMemory.totalBytes}. */
+export interface MemoryComponent {
+  /** `'weights'`, `'kv_cache'`, `'workspace'`, `'cuda_graphs'`; later `'vision_tower'` and others. */
+  name: string;
+  /** Bytes held (reserved or mapped), resident or not. */
+  bytes: number;
+  /** Where they live. */
+  tier: MemoryTier;
+}
+
+/** The engine's own accounting: what it holds, by kind and by tier. */
+export interface EngineMemory {
+  /** The model's weights, by tier. */
+  weights: {
+    /** Weights in GPU memory (0 on the CPU backend). */
+    deviceBytes: number;
+    /**
+     * Weights copied into host memory: fp32 copies of the norms and biases (the big matrices are used in place).
+     * Their originals are in the mapping too, so this overlaps `mappedBytes` by its size in the source dtype.
+     */
+    hostBytes: number;
+    /** Weights read in place from the checkpoint's file mappings: every tensor the model uses, as stored. */
+    mappedBytes: number;
+    /**
+     * Of the checkpoint files' mappings (headers and unused tensors included), the bytes in memory now (`mincore`).
+     * This is page-cache residency: pages another process or an earlier read brought in count, and the kernel may
+     * drop them under pressure.
+     */
+    mappedResidentBytes: number;
+  };
+  /** The paged KV cache. */
+  kvCache: {
+    /** The paged KV pool as reserved (virtual: pages cost memory once written). */
+    bytes: number;
+    /** Of the pool, the pages written so far (`mincore`); null when the kernel does not say. Never shrinks. */
+    residentBytes: number | null;
+    /** Blocks in the pool. */
+    blocksTotal: number;
+    /** Blocks held by live requests now. */
+    blocksUsed: number;
+    /** Tokens per block. */
+    blockSize: number;
+  };
+  /** Captured CUDA graphs. */
+  graphs: {
+    /** CUDA graphs captured (0 on the CPU backend). */
+    count: number;
+    /** Their device bytes; null when not measurable. */
+    bytes: number | null;
+  };
+  /** Activations, logits and sampler scratch, sized at load for maxBatchTokens and maxSeqs. */
+  workspaceBytes: number;
+  /** Everything above, one entry per kind and tier. Sums to {@link totalBytes}. */
+  components: MemoryComponent[];
+  /** The sum of {@link components}: what the engine holds at most, resident or not. */
+  totalBytes: number;
+}
+
+/**
+ * What `engine.memory()` returns. `process` and `system` are null off Linux (see `reasons`); `gpu` is absent on
+ * the CPU backend.
+ */
+export interface MemorySnapshot {
+  /** When the snapshot was taken (`Date.now()`). */
+  takenAt: number;
+  /** This process, from procfs; null off Linux. */
+  process: ProcessMemory | null;
+  /** The machine, from procfs; null off Linux. */
+  system: SystemMemory | null;
+  /** The GPUs; absent on the CPU backend. */
+  gpu?: GpuMemory;
+  /** The engine's own accounting. */
+  engine: EngineMemory;
+  /** Why `process` or `system` is null. */
+  reasons: MemoryReasons;
+}
+
+/** One sample of a {@link MemoryTracker}. */
+export interface MemorySample {
+  /** Milliseconds since the tracker started. */
+  atMs: number;
+  /** This process's PSS. */
+  pssBytes: number | null;
+  /** This process's RSS. */
+  rssBytes: number | null;
+  /** This process's GPU bytes; null on the CPU backend. */
+  gpuBytes: number | null;
+  /** MemAvailable. */
+  availableBytes: number | null;
+}
+
+/** Options of `engine.trackMemory()`. */
+export interface TrackMemoryOptions {
+  /** Milliseconds between samples, 10 to 3,600,000. Default 100. */
+  intervalMs?: number;
+  /**
+   * Called with every sample, the baseline and the final one included. It must not throw: an error it throws stops
+   * the tracker, and `stop()` throws it again.
+   */
+  onSample?: (sample: MemorySample) => void;
+}
+
+/** What `tracker.stop()` returns: the peaks over the window from start to stop. */
+export interface MemoryPeaks {
+  /** Peak PSS of this process. */
+  pssBytes: number | null;
+  /** Peak RSS of this process. */
+  rssBytes: number | null;
+  /** Peak GPU bytes of this process; null on the CPU backend. */
+  gpuBytes: number | null;
+  /** The largest fall of MemAvailable below the baseline (0 when it never fell). */
+  availableDropBytes: number | null;
+  /** When each peak happened, in milliseconds since the start (the first sample that reached it). */
+  at: PeakTimes;
+  /** The first sample, taken when the tracker started. */
+  baseline: MemorySample;
+  /** Samples taken, the baseline and the final one (taken by `stop()`) included. */
+  samples: number;
+  /** Milliseconds from start to stop. */
+  durationMs: number;
+  /** Milliseconds between samples. */
+  intervalMs: number;
+  /** Why a peak is null. */
+  reasons: MemoryReasons;
+}
+
+/** When each peak of {@link MemoryPeaks} happened, in milliseconds since the tracker started; null when not measured. */
+export interface PeakTimes {
+  /** Of the peak PSS. */
+  pss: number | null;
+  /** Of the peak RSS. */
+  rss: number | null;
+  /** Of the peak GPU bytes. */
+  gpu: number | null;
+  /** Of the largest MemAvailable drop. */
+  availableDrop: number | null;
+}
+
+/**
+ * What `Engine.estimate()` returns: the bytes each tier would need for a checkpoint and load options, computed from
+ * `config.json` and the safetensors headers, before anything is loaded. The sizing is the same code `Engine.load`
+ * runs, so the KV pool and workspace figures are exactly what a loaded engine reports in `memory().engine`.
+ */
+export interface MemoryEstimate {
+  /** Where the engine would run (the CPU until the CUDA backend reports device weights). */
+  device: 'cpu' | 'cuda';
+  /** Tokens per sequence after the options (the model's default when left out). */
+  maxContext: number;
+  /** The weights, by tier. */
+  weights: {
+    /** Every tensor the model uses, as stored (a tied embedding once). */
+    totalBytes: number;
+    /** In GPU memory. */
+    deviceBytes: number;
+    /** fp32 copies of norms and biases in host memory. */
+    hostBytes: number;
+    /** Read in place from the checkpoint files' mappings (page cache). */
+    mappedBytes: number;
+  };
+  /** The paged KV pool. */
+  kvCache: {
+    /** The KV pool. */
+    bytes: number;
+    /** Tokens it holds, over all sequences. */
+    tokens: number;
+    /** Bytes of one token's keys and values over all layers. */
+    bytesPerToken: number;
+  };
+  /** Activations, logits and sampler scratch. */
+  workspaceBytes: number;
+  /** The same bytes by tier. */
+  totals: {
+    /** Anonymous host memory: host weight copies, plus the KV pool and workspace on the CPU. */
+    hostHeapBytes: number;
+    /** Page cache of the checkpoint files the engine reads in place. */
+    pageCacheBytes: number;
+    /** GPU memory. */
+    deviceBytes: number;
+  };
+  /** MemAvailable now; null when it cannot be read. */
+  hostAvailableBytes: number | null;
+  /**
+   * Whether `Engine.load` would accept these options now: the KV pool holds at least `maxContext` tokens and
+   * `totals.hostHeapBytes` fits in MemAvailable — the checks `Engine.load` makes. The mapped weights are not
+   * counted: they are page cache, which the kernel reclaims (a model larger than memory still runs, reading from
+   * disk at every step).
+   */
+  fits: boolean;
+  /** When it does not fit: what to change, naming the option. */
+  suggestion?: string;
+  /** When it does not fit: load options that would (merge them into yours), when some would. */
+  suggestedOptions?: Pick<LoadOptions, 'maxContext' | 'kvCacheBytes'>;
+}
