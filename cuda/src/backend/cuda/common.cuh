@@ -1,0 +1,67 @@
+// Device-side helpers shared by every kernel family: the element types, their conversions to and from fp32,
+// and warp/block reductions. Kernels are templates over the activation type (float, or bf16 with fp32
+// arithmetic inside) and each .cu file instantiates its `extern "C"` entry points, which the host looks up by
+// name (backend/cuda/cuda_ops.cpp). No CUDA runtime API is used: the module is loaded through the driver.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+namespace vtk {
+
+// Raw 16-bit storage types, distinct so that templates can tell them apart. bf16 is converted by bit
+// manipulation (exact widening, round-to-nearest-even narrowing, as dtype.h and torch do); fp16 through
+// cuda_fp16.h, which is exact for every value.
+struct bf16 { uint16_t bits; };
+struct f16 { uint16_t bits; };
+
+__device__ __forceinline__ float to_f32(float v) { return v; }
+__device__ __forceinline__ float to_f32(bf16 v) { return __uint_as_float(uint32_t(v.bits) << 16); }
+__device__ __forceinline__ float to_f32(f16 v) { return __half2float(__ushort_as_half(v.bits)); }
+__device__ __forceinline__ float bf16_bits_to_f32(uint32_t bits16) { return __uint_as_float(bits16 << 16); }
+
+__device__ __forceinline__ bf16 f32_to_bf16(float f) {
+  uint32_t u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{uint16_t((u >> 16) | 0x40)};  // NaN stays a (quiet) NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return bf16{uint16_t(u >> 16)};
+}
+
+template <class T> __device__ __forceinline__ T from_f32(float v);
+template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
+template <> __device__ __forceinline__ bf16 from_f32<bf16>(float v) { return f32_to_bf16(v); }
+
+// Unpacks 8 bf16 held in a 16-byte vector.
+__device__ __forceinline__ void unpack_bf16x8(const uint4 v, float (&f)[8]) {
+  f[0] = bf16_bits_to_f32(v.x & 0xffffu), f[1] = bf16_bits_to_f32(v.x >> 16);
+  f[2] = bf16_bits_to_f32(v.y & 0xffffu), f[3] = bf16_bits_to_f32(v.y >> 16);
+  f[4] = bf16_bits_to_f32(v.z & 0xffffu), f[5] = bf16_bits_to_f32(v.z >> 16);
+  f[6] = bf16_bits_to_f32(v.w & 0xffffu), f[7] = bf16_bits_to_f32(v.w >> 16);
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the total. Contains
+// __syncthreads, so every thread of the block must call it.
+__device__ __forceinline__ float block_sum(float v) {
+  __shared__ float partial[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+  v = warp_sum(v);
+  __syncthreads();  // partial[] may still be read by a previous call
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  v = lane < n_warps ? partial[lane] : 0.f;
+  return warp_sum(v);
+}
+
+}  // namespace vtk

@@ -1,0 +1,119 @@
+// One GPU as the CUDA backend sees it: the device's primary context, the embedded kernel modules, kernel
+// lookup by name and launch; plus owners for device memory, streams and events. Every driver call's result
+// is checked and a failure becomes a vt::Error (driver.h's check()).
+//
+// Threads: the Context makes its primary context current on the thread that creates it; another thread must
+// call make_current() before using it. Lifetimes: buffers, streams and events must be destroyed before the
+// Context that they were created under (declare them after it).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "backend/cuda/driver.h"
+
+namespace vt::cuda {
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+class Context {
+ public:
+  // Retains device `ordinal`'s primary context, makes it current and loads every embedded kernel image.
+  // Throws vt::Error(VT_ERR_NO_GPU) when CUDA is not available or the GPU has no code in this build.
+  explicit Context(int ordinal = 0);
+  ~Context();
+  Context(const Context &) = delete;
+  Context &operator=(const Context &) = delete;
+
+  void make_current() const;
+  void synchronize() const;  // waits for all work on the device (cuCtxSynchronize)
+
+  // The kernel `name` (an extern "C" entry point of some .cu file). Throws if no module has it.
+  CUfunction function(const std::string &name);
+
+  // Launches f with the given arguments, which must match the kernel's parameters exactly in type and
+  // order. Launch errors throw; errors of the running kernel surface at the next synchronizing call.
+  template <class... Args>
+  void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, const Args &...args) const {
+    void *params[] = {const_cast<void *>(static_cast<const void *>(&args))..., nullptr};
+    check(driver().cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream, params,
+                                  nullptr),
+          "cuLaunchKernel");
+  }
+
+  const std::string &name() const { return name_; }
+  int compute_capability() const { return cc_; }  // e.g. 90
+  int sm_count() const { return sm_count_; }
+  int64_t l2_bytes() const { return l2_bytes_; }
+  int64_t total_bytes() const { return total_bytes_; }
+  int64_t free_bytes() const;  // cuMemGetInfo
+
+ private:
+  CUdevice dev_ = 0;
+  CUcontext ctx_ = nullptr;
+  std::vector<std::pair<std::string, CUmodule>> modules_;  // (family, module)
+  std::unordered_map<std::string, CUfunction> functions_;
+  std::string name_;
+  int cc_ = 0, sm_count_ = 0;
+  int64_t l2_bytes_ = 0, total_bytes_ = 0;
+};
+
+// Device memory, owned. upload, download and fill_bytes are for setup and tests: each is enqueued on `stream`
+// and waits for it, so it is ordered after the work already on that stream and complete on return. Pass the
+// stream the kernels run on (the legacy default stream, nullptr, is not ordered with a non-blocking Stream).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer &&o) noexcept : ptr_(std::exchange(o.ptr_, 0)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBuffer &operator=(DeviceBuffer &&o) noexcept;
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+
+  CUdeviceptr ptr() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+  void upload(CUstream stream, const void *src, size_t bytes, size_t offset = 0);
+  void download(CUstream stream, void *dst, size_t bytes, size_t offset = 0) const;
+  void fill_bytes(CUstream stream, unsigned char value);  // 0xff: NaN in fp32 and bf16 (poison)
+
+ private:
+  CUdeviceptr ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+class Stream {
+ public:
+  Stream();  // non-blocking with respect to the legacy default stream
+  ~Stream();
+  Stream(const Stream &) = delete;
+  Stream &operator=(const Stream &) = delete;
+  CUstream get() const { return s_; }
+  void synchronize() const;
+
+ private:
+  CUstream s_ = nullptr;
+};
+
+// Timing events (CU_EVENT_DEFAULT).
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event &) = delete;
+  Event &operator=(const Event &) = delete;
+  void record(CUstream s);
+  void synchronize() const;
+  // Milliseconds from `start` to `end`, both recorded and `end` complete (synchronizes on it).
+  static float elapsed_ms(const Event &start, const Event &end);
+
+ private:
+  CUevent e_ = nullptr;
+};
+
+}  // namespace vt::cuda

@@ -1,0 +1,118 @@
+// The CUDA Driver API, loaded at run time. The types and functions we use are declared here, so the host code
+// compiles with a plain g++ (or a cross g++ for aarch64) and no CUDA toolkit; libcuda.so.1 is opened with
+// dlopen the first time it is needed, and a machine without it simply has no CUDA (cuda_available() says why).
+// Function pointers carry the ABI of the versioned symbols (cuMemAlloc_v2, ...) that cuda.h maps names onto.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace vt::cuda {
+
+// --- types (ABI-compatible with cuda.h) ---------------------------------------------------------------------
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+struct CUctx_st;
+struct CUmod_st;
+struct CUfunc_st;
+struct CUstream_st;
+struct CUevent_st;
+using CUcontext = CUctx_st *;
+using CUmodule = CUmod_st *;
+using CUfunction = CUfunc_st *;
+using CUstream = CUstream_st *;
+using CUevent = CUevent_st *;
+
+// The constants we use, with cuda.h's values.
+enum : int {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_INSUFFICIENT_DRIVER = 35,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+  CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
+  CUDA_ERROR_NOT_FOUND = 500,
+};
+enum : int {
+  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+};
+enum : int { CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
+enum : unsigned { CU_STREAM_NON_BLOCKING = 1, CU_EVENT_DEFAULT = 0 };
+
+// --- the function table ----------------------------------------------------------------------------------------
+struct Driver {
+  CUresult (*cuInit)(unsigned flags);
+  CUresult (*cuDriverGetVersion)(int *version);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUresult (*cuGetErrorName)(CUresult, const char **);
+  CUresult (*cuDeviceGetCount)(int *count);
+  CUresult (*cuDeviceGet)(CUdevice *dev, int ordinal);
+  CUresult (*cuDeviceGetName)(char *name, int len, CUdevice dev);
+  CUresult (*cuDeviceGetAttribute)(int *value, int attribute, CUdevice dev);
+  CUresult (*cuDeviceTotalMem)(size_t *bytes, CUdevice dev);                  // _v2
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice dev);
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice dev);                        // _v2
+  CUresult (*cuCtxSetCurrent)(CUcontext ctx);
+  CUresult (*cuCtxGetCurrent)(CUcontext *ctx);
+  CUresult (*cuCtxSynchronize)();
+  CUresult (*cuModuleLoadData)(CUmodule *mod, const void *image);
+  CUresult (*cuModuleUnload)(CUmodule mod);
+  CUresult (*cuModuleGetFunction)(CUfunction *fn, CUmodule mod, const char *name);
+  CUresult (*cuFuncSetAttribute)(CUfunction fn, int attribute, int value);
+  CUresult (*cuMemGetInfo)(size_t *free, size_t *total);                      // _v2
+  CUresult (*cuMemAlloc)(CUdeviceptr *p, size_t bytes);                       // _v2
+  CUresult (*cuMemFree)(CUdeviceptr p);                                       // _v2
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);   // _v2
+  CUresult (*cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);         // _v2
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s);  // _v2
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t bytes, CUstream s);  // _v2
+  CUresult (*cuMemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes, CUstream s);        // _v2
+  CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t n, CUstream s);
+  CUresult (*cuStreamCreate)(CUstream *s, unsigned flags);
+  CUresult (*cuStreamDestroy)(CUstream s);                                    // _v2
+  CUresult (*cuStreamSynchronize)(CUstream s);
+  CUresult (*cuEventCreate)(CUevent *e, unsigned flags);
+  CUresult (*cuEventDestroy)(CUevent e);                                      // _v2
+  CUresult (*cuEventRecord)(CUevent e, CUstream s);
+  CUresult (*cuEventSynchronize)(CUevent e);
+  CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end);      // _v2 where the driver has it
+  CUresult (*cuLaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                             unsigned bz, unsigned shared_bytes, CUstream s, void **params, void **extra);
+};
+
+// The oldest driver the embedded kernels are built for: nvcc 13.0's cubins and PTX need a CUDA 13.0 driver.
+constexpr int kMinDriverVersion = 13000;
+// The oldest GPU generation the fatbin has code for (Ampere, sm_80).
+constexpr int kMinComputeCapability = 80;
+
+struct Availability {
+  bool ok = false;
+  std::string reason;       // why not, in words a user can act on; empty when ok
+  int driver_version = 0;   // e.g. 13000 for CUDA 13.0; 0 when the library is absent
+  int device_count = 0;
+};
+
+// Whether this process can run the CUDA backend on device 0: libcuda.so.1 loads, cuInit succeeds, the driver
+// is new enough, a device of compute capability >= 8.0 exists, and this build embeds kernels. Never throws;
+// the answer is computed once and cached (thread-safe).
+Availability cuda_available() noexcept;
+
+// The loaded function table. Throws vt::Error(VT_ERR_NO_GPU) with cuda_available()'s reason when CUDA is not
+// usable here.
+const Driver &driver();
+
+// "cuMemAlloc(bytes=...): CUDA_ERROR_OUT_OF_MEMORY: out of memory" — cuGetErrorName and cuGetErrorString text.
+std::string error_text(CUresult r);
+
+// Throws vt::Error when r != CUDA_SUCCESS: VT_ERR_OUT_OF_MEMORY for CUDA_ERROR_OUT_OF_MEMORY, VT_ERR_NO_GPU for
+// missing devices or binaries, VT_ERR_INTERNAL otherwise. `what` names the call (and its arguments).
+void check(CUresult r, const char *what);
+void check(CUresult r, const std::string &what);
+
+}  // namespace vt::cuda

@@ -1,0 +1,90 @@
+// Decode-shaped products with bf16 weights: y(M, N) = x(M, K) · w(N, K)ᵀ (+ bias(N)), M small (1, 2, 4, 8 per
+// launch; the host splits larger M). Memory-bound: every weight byte is read once per launch, so the kernel is
+// built around streaming w at the bandwidth limit:
+//   - one warp per output row n; each lane reads 16 bytes (8 bf16) of the row per access, so a warp covers
+//     512 contiguous bytes, and U such accesses are issued before the first is used (U × 16 bytes in flight
+//     per lane) to cover the memory latency;
+//   - the weight loads bypass L1 (ld.global.nc.L1::no_allocate): each byte is used once, while x (a few KB,
+//     read by every warp) stays cached;
+//   - fp32 accumulation in registers, one warp reduction per output at the end.
+// When K % 8 != 0 (rows not 16-byte aligned) or a pointer is misaligned the host asks for the scalar path
+// (vec = 0), which is correct for any shape and slow; real checkpoints never need it.
+#pragma once
+
+#include "common.cuh"
+
+namespace vtk {
+
+__device__ __forceinline__ uint4 load_stream(const uint4 *p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
+// acc += x[k .. k+8) · wf[0 .. 8)
+__device__ __forceinline__ void dot8(const float *x, const float (&wf)[8], float &acc) {
+  const float4 a = *reinterpret_cast<const float4 *>(x), b = *reinterpret_cast<const float4 *>(x + 4);
+  acc = fmaf(a.x, wf[0], acc), acc = fmaf(a.y, wf[1], acc), acc = fmaf(a.z, wf[2], acc), acc = fmaf(a.w, wf[3], acc);
+  acc = fmaf(b.x, wf[4], acc), acc = fmaf(b.y, wf[5], acc), acc = fmaf(b.z, wf[6], acc), acc = fmaf(b.w, wf[7], acc);
+}
+__device__ __forceinline__ void dot8(const bf16 *x, const float (&wf)[8], float &acc) {
+  float xf[8];
+  unpack_bf16x8(*reinterpret_cast<const uint4 *>(x), xf);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) acc = fmaf(xf[j], wf[j], acc);
+}
+
+template <int M, class X, class Y>
+__device__ __forceinline__ void gemv_row(const X *__restrict__ x, const bf16 *__restrict__ w,
+                                         const float *__restrict__ bias, Y *__restrict__ y, int K, int N, int vec) {
+  constexpr int U = M <= 2 ? 8 : 4;  // 16-byte weight loads in flight per lane
+  const int lane = threadIdx.x & 31;
+  const int n = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (n >= N) return;  // whole warps only: no barrier below
+  const bf16 *wr = w + int64_t(n) * K;
+  float acc[M];
+#pragma unroll
+  for (int m = 0; m < M; ++m) acc[m] = 0.f;
+
+  if (vec) {
+    const uint4 *w16 = reinterpret_cast<const uint4 *>(wr);
+    const int chunks = K / 8;  // 16-byte chunks per row
+    int c = lane;
+    for (; c + 32 * (U - 1) < chunks; c += 32 * U) {
+      uint4 wv[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) wv[u] = load_stream(w16 + c + 32 * u);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        float wf[8];
+        unpack_bf16x8(wv[u], wf);
+        const int k = (c + 32 * u) * 8;
+#pragma unroll
+        for (int m = 0; m < M; ++m) dot8(x + int64_t(m) * K + k, wf, acc[m]);
+      }
+    }
+    for (; c < chunks; c += 32) {
+      float wf[8];
+      unpack_bf16x8(load_stream(w16 + c), wf);
+#pragma unroll
+      for (int m = 0; m < M; ++m) dot8(x + int64_t(m) * K + c * 8, wf, acc[m]);
+    }
+  } else {
+    for (int k = lane; k < K; k += 32) {
+      const float wk = to_f32(wr[k]);
+#pragma unroll
+      for (int m = 0; m < M; ++m) acc[m] = fmaf(to_f32(x[int64_t(m) * K + k]), wk, acc[m]);
+    }
+  }
+
+  const float b = bias ? bias[n] : 0.f;
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    const float s = warp_sum(acc[m]);
+    if (lane == m) y[int64_t(m) * N + n] = from_f32<Y>(s + b);
+  }
+}
+
+}  // namespace vtk

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The GPU check: CUDA op tests and the CUDA op timings, on the GPU machine, from binaries built on the
+# development machine (the GPU machine builds nothing).
+#
+#   scripts/gpu-check.sh prepare [--arch sm_90a]   here: build the kernels (scripts/build-cuda.mjs) and the
+#                                                  test and bench binaries into .gpu-out/ (git-ignored through
+#                                                  .git/info/exclude; carry it to the GPU machine)
+#   scripts/gpu-check.sh [run] [--sanitize]        there: run test_cuda_ops (and, with --sanitize, a small set
+#                                                  under compute-sanitizer memcheck) and bench/cuda-ops, keep
+#                                                  their logs (in $OUT when set, else .gpu-out/logs), and print
+#                                                  a summary table last
+#
+# Exit code of `run`: 0 when every test passed and the bench ran, 1 otherwise.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out="$root/.gpu-out"
+mode=${1:-run}
+[ $# -gt 0 ] && shift
+
+prepare() {
+  set -e
+  cd "$root"
+  grep -qx '/.gpu-out/' .git/info/exclude 2>/dev/null || echo '/.gpu-out/' >> .git/info/exclude
+  local t0=$SECONDS
+  node scripts/build-cuda.mjs "$@"
+  local objdir="$root/build/gpu-check/obj"
+  mkdir -p "$out" "$objdir"
+  local cxx=${CXX:-g++}
+  local flags=(-std=c++20 -O2 -pthread -Icuda/include -Icuda/src)
+  # The CPU backend (the reference) and the CUDA host code; nothing else of the engine is needed.
+  local srcs=(cuda/src/backend/cpu/*.cpp cuda/src/backend/cuda/*.cpp)
+  local objs=() pids=() jobs=0 max=$(nproc)
+  for s in "${srcs[@]}"; do
+    local o="$objdir/$(echo "${s%.cpp}" | tr / _).o"
+    objs+=("$o")
+    if [ ! -f "$o" ] || [ "$s" -nt "$o" ] || [ -n "$(find cuda -name '*.h' -newer "$o" -o -name '*.inc' -newer "$o" | head -1)" ]; then
+      "$cxx" "${flags[@]}" -c "$s" -o "$o" & pids+=($!)
+      if (( ++jobs % max == 0 )); then for p in "${pids[@]}"; do wait "$p"; done; pids=(); fi
+    fi
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  local ld=(-pthread -ldl -static-libstdc++ -static-libgcc -s)
+  "$cxx" "${flags[@]}" test/native/test_cuda_ops.cpp "${objs[@]}" "${ld[@]}" -o "$out/test_cuda_ops"
+  "$cxx" "${flags[@]}" bench/cuda-ops.cpp "${objs[@]}" "${ld[@]}" -o "$out/bench_cuda_ops"
+  echo "gpu-check prepare: $(du -sh "$out" | cut -f1) in .gpu-out/ in $((SECONDS - t0)) s"
+}
+
+run() {
+  local sanitize=0 bench_args=()
+  for a in "$@"; do
+    case "$a" in --sanitize) sanitize=1 ;; *) bench_args+=("$a") ;; esac
+  done
+  local logs=${OUT:-$out/logs}
+  mkdir -p "$logs"
+  for b in test_cuda_ops bench_cuda_ops; do
+    [ -x "$out/$b" ] || { echo "gpu-check: $out/$b missing: run 'scripts/gpu-check.sh prepare' on the build machine"; exit 1; }
+  done
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null \
+    | sed 's/^/gpu: /' | tee "$logs/gpu.txt"
+  local t0=$SECONDS
+  "$out/test_cuda_ops" 2>&1 | tee "$logs/test_cuda_ops.log"
+  local test_rc=${PIPESTATUS[0]} test_secs=$((SECONDS - t0))
+
+  # --sanitize: the small test set again under compute-sanitizer memcheck (out-of-bounds and misaligned
+  # accesses the poisoned guards cannot see, such as reads past a buffer).
+  local san_rc=0 san_line="not run (pass --sanitize)"
+  if [ "$sanitize" = 1 ]; then
+    local cs
+    cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    t0=$SECONDS
+    VT_TEST_SMALL=1 timeout 75 "$cs" --tool memcheck --report-api-errors no --error-exitcode 3 "$out/test_cuda_ops" \
+      > "$logs/memcheck.log" 2>&1
+    san_rc=$?
+    san_line="exit $san_rc, $((SECONDS - t0)) s: $(grep -m1 -E '^[0-9]+ passed' "$logs/memcheck.log"); $(grep -m1 'ERROR SUMMARY' "$logs/memcheck.log")"
+    [ "$san_rc" = 124 ] && san_line="timed out after 75 s ($san_line)"
+    grep -m5 -E 'Invalid|Error|error' "$logs/memcheck.log" | grep -v 'ERROR SUMMARY: 0' | head -5
+  fi
+
+  t0=$SECONDS
+  "$out/bench_cuda_ops" "${bench_args[@]}" 2>&1 | tee "$logs/bench_cuda_ops.log"
+  local bench_rc=${PIPESTATUS[0]} bench_secs=$((SECONDS - t0))
+
+  echo
+  echo "================ gpu-check summary ================"
+  echo "test_cuda_ops: $(tail -1 "$logs/test_cuda_ops.log")  (exit $test_rc, ${test_secs} s)"
+  grep '^FAIL' "$logs/test_cuda_ops.log" | head -20
+  echo "memcheck (VT_TEST_SMALL): $san_line"
+  echo "bench_cuda_ops: exit $bench_rc, ${bench_secs} s"
+  sed -n '/^op  /,$p' "$logs/bench_cuda_ops.log"
+  [ "$test_rc" = 0 ] && [ "$san_rc" = 0 ] && [ "$bench_rc" = 0 ]
+}
+
+case "$mode" in
+  prepare) prepare "$@" ;;
+  run) run "$@" ;;
+  *) echo "usage: scripts/gpu-check.sh [prepare [--arch sm_90a] | run [--sanitize] [--reps N]]"; exit 2 ;;
+esac
