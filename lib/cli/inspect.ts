@@ -4,6 +4,8 @@
  * @module
  */
 import type { Command } from 'commander';
+import { Engine } from '../engine/engine.js';
+import type { MemoryEstimate } from '../memory/types.js';
 import { type CheckpointSummary, summarizeCheckpoint } from './checkpoint.js';
 import { bytes, compact, grouped } from './format.js';
 
@@ -14,10 +16,37 @@ export function addInspectCommand(program: Command): void {
     .description('describe a checkpoint folder (config.json + safetensors headers; reads no weights)')
     .argument('<dir>', 'Hugging Face checkpoint folder')
     .option('--json', 'print one JSON object')
-    .action(async (dir: string, opts: { json?: boolean }) => {
+    .option('--max-context <n>', 'size the memory estimate for this context length', (v) => Number.parseInt(v, 10))
+    .action(async (dir: string, opts: { json?: boolean; maxContext?: number }) => {
       const summary = await summarizeCheckpoint(dir);
-      process.stdout.write(opts.json ? `${JSON.stringify(summary, null, 2)}\n` : describe(summary));
+      const estimate = await memoryEstimate(dir, opts.maxContext);
+      process.stdout.write(
+        opts.json ? `${JSON.stringify({ ...summary, estimate }, null, 2)}\n` : describe(summary) + describeEstimate(estimate),
+      );
     });
+}
+
+/** What loading it on the CPU would take (Engine.estimate); null when the engine cannot size this checkpoint. */
+async function memoryEstimate(dir: string, maxContext?: number): Promise<MemoryEstimate | { error: string; code?: string }> {
+  try {
+    return await Engine.estimate(dir, { device: 'cpu', ...(maxContext ? { maxContext } : {}) });
+  } catch (err) {
+    const e = err as { message?: string; code?: string };
+    return { error: e.message ?? String(err), code: e.code };
+  }
+}
+
+function describeEstimate(e: MemoryEstimate | { error: string; code?: string }): string {
+  if ('error' in e) return `  ${'memory estimate'.padEnd(17)}unavailable: ${e.error}\n`;
+  const rows: Array<[string, string]> = [
+    ['memory estimate', `on the ${e.device}, maxContext ${grouped(e.maxContext)}${e.fits ? '' : ' — does NOT fit now'}`],
+    ['  weights', `${bytes(e.weights.totalBytes)} (${bytes(e.weights.mappedBytes)} read in place from the files)`],
+    ['  KV cache', `${bytes(e.kvCache.bytes)} for ${grouped(e.kvCache.tokens)} tokens (${grouped(e.kvCache.bytesPerToken)} B/token)`],
+    ['  workspaces', bytes(e.workspaceBytes)],
+    ['  host heap', `${bytes(e.totals.hostHeapBytes)}${e.hostAvailableBytes !== null ? ` of ${bytes(e.hostAvailableBytes)} available` : ''}`],
+  ];
+  const out = rows.map(([k, v]) => `  ${k.padEnd(17)}${v}`).join('\n') + '\n';
+  return e.suggestion ? out + `  ${''.padEnd(17)}${e.suggestion}\n` : out;
 }
 
 function describe(s: CheckpointSummary): string {

@@ -130,6 +130,12 @@ describe('vtengine inspect', () => {
       rope: { type: 'yarn', theta: 1e6, factor: 4 },
       tokenizer: { present: false, chatTemplate: false },
     });
+    // The memory estimate: the weights the headers hold, and a KV cache of 2 (K, V) × layers × kv heads × head_dim
+    // fp32 values per token, computed here from the config.
+    expect(s.estimate.weights.totalBytes).toBe(independent.bytes);
+    expect(s.estimate.kvCache.bytesPerToken).toBe(2 * info.nLayers * info.nKvHeads * info.headDim * 4);
+    expect(s.estimate.kvCache.bytes).toBe(s.estimate.kvCache.tokens * s.estimate.kvCache.bytesPerToken);
+    expect(s.estimate.fits).toBe(true);
   });
 
   it('prints a readable summary', async () => {
@@ -143,6 +149,8 @@ describe('vtengine inspect', () => {
     expect(ran.stdout).toMatch(/heads\s+4 \(kv heads 2\), head_dim 32/);
     expect(ran.stdout).toMatch(/rope\s+yarn, factor 4/);
     expect(ran.stdout).toMatch(/tokenizer\s+no/);
+    expect(ran.stdout).toMatch(/memory estimate\s+on the cpu, maxContext 1,024/);
+    expect(ran.stdout).toMatch(/KV cache\s+6\.0 MiB for 4,096 tokens \(1,536 B\/token\)/);
   });
 
   it.each(listFixtures())('agrees with the engine on %s', async (name) => {
