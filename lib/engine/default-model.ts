@@ -3,7 +3,8 @@
  * README), used when {@link Engine.load} gets no folder.
  * @module
  */
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { packageRoot } from '../package-root.js';
 
-/** Where the packaged default model lives: the same relative path from lib/engine/ and dist/engine/. */
-export const DEFAULT_MODEL_DIR: string = fileURLToPath(new URL('../../models/default', import.meta.url));
+/** Where the packaged default model lives: models/default in the package's folder. */
+export const DEFAULT_MODEL_DIR: string = join(packageRoot(), 'models/default');

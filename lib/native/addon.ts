@@ -4,7 +4,7 @@
  * @module
  */
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../package-root.js';
 
 /** @internal Load parameters, mirrored field by field into vt_engine_params. */
 export interface NativeLoadParams {
@@ -160,7 +160,7 @@ export function nativeAddon(): NativeAddon {
   if (!cached) {
     const require = createRequire(import.meta.url);
     const nodeGypBuild = require('node-gyp-build') as (dir: string) => NativeAddon;
-    cached = nodeGypBuild(fileURLToPath(new URL('../..', import.meta.url)));
+    cached = nodeGypBuild(packageRoot());
   }
   return cached;
 }
