@@ -4,7 +4,11 @@
 // 512-token prompt; and, in the same run, the machine's memory read bandwidth and the decode limit it implies
 // (weight bytes read per token / bandwidth). Prints a table and one JSON line; medians of --runs runs.
 //
-//   npm run build && node bench/cpu.mjs [--threads 2] [--runs 3] [--tokens 64]
+//   npm run build && node bench/cpu.mjs [--threads 2] [--runs 3] [--tokens 64] [--peer llama-cpp]
+//
+// --peer llama-cpp: afterwards (never concurrently), bench/peer-llama-cpp.mjs measures node-llama-cpp 3.21.1 in a
+// child process on the same checkpoint (converted to GGUF, same weights) the same way; the table and the JSON gain
+// its column and ours / peer ratios.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -22,8 +26,10 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '3' },
     tokens: { type: 'string', default: '64' },
     shape: { type: 'string', default: 'qwen3-0.6b' },
+    peer: { type: 'string' },
   },
 });
+if (values.peer !== undefined && values.peer !== 'llama-cpp') throw new Error(`--peer: only llama-cpp is known, not ${values.peer}`);
 const threads = Number(values.threads), runs = Number(values.runs), newTokens = Number(values.tokens);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -89,12 +95,27 @@ const out = {
   prefill512TokS: +median(rows.prefill512).toFixed(1),
   all: Object.fromEntries(Object.entries(rows).map(([k, v]) => [k, v.map((x) => +x.toFixed(2))])),
 };
-console.log(`| metric | value |
-| --- | --- |
-| read bandwidth (${threads} threads) | ${bw.readGBs} GB/s |
-| weight bytes per token | ${(bytesPerToken / 1e9).toFixed(3)} GB |
-| bandwidth limit, batch 1 | ${out.limitTokS} tok/s |
-| decode batch 1 | ${out.decode1TokS} tok/s (${((out.decode1TokS / limit) * 100).toFixed(0)}% of the limit) |
-| decode batch 8 | ${out.decode8TokS} tok/s |
-| prefill 512 | ${out.prefill512TokS} tok/s |`);
+// 4. The peer, after ours, in a child process (never concurrently): the same metrics on the same weights.
+let peer = null;
+if (values.peer) {
+  const args = [join(root, 'bench/peer-llama-cpp.mjs'), '--threads', String(threads), '--runs', String(runs),
+    '--tokens', String(newTokens), '--shape', values.shape];
+  const stdout = execFileSync(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] }).toString();
+  peer = JSON.parse(stdout.trim().split('\n').pop());
+  const ratio = (k) => +(out[k] / peer[k]).toFixed(2);
+  out.peer = { ...peer, ratio: { decode1: ratio('decode1TokS'), decode8: ratio('decode8TokS'), prefill512: ratio('prefill512TokS') } };
+}
+
+const row = (label, ours, k, unit, note = '') => peer
+  ? `| ${label} | ${ours}${unit}${note} | ${peer[k] != null ? peer[k] + unit : ''} | ${peer[k] ? (out[k] / peer[k]).toFixed(2) : ''} |`
+  : `| ${label} | ${ours}${unit}${note} |`;
+const blank = peer ? ' | |' : '';
+console.log(`| metric | ${peer ? `vtengine | ${peer.peer} | ratio (ours / peer) |` : 'value |'}
+| --- | --- |${peer ? ' --- | --- |' : ''}
+| read bandwidth (${threads} threads) | ${bw.readGBs} GB/s |${blank}
+| weight bytes per token | ${(bytesPerToken / 1e9).toFixed(3)} GB |${blank}
+| bandwidth limit, batch 1 | ${out.limitTokS} tok/s |${blank}
+${row('decode batch 1', out.decode1TokS, 'decode1TokS', ' tok/s', ` (${((out.decode1TokS / limit) * 100).toFixed(0)}% of the limit)`)}
+${row('decode batch 8', out.decode8TokS, 'decode8TokS', ' tok/s')}
+${row('prefill 512', out.prefill512TokS, 'prefill512TokS', ' tok/s')}`);
 console.log(JSON.stringify(out));
