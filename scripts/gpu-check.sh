@@ -6,9 +6,12 @@
 #                                                  test and bench binaries into .gpu-out/ (git-ignored through
 #                                                  .git/info/exclude; carry it to the GPU machine)
 #   scripts/gpu-check.sh [run] [--sanitize]        there: run test_cuda_ops (and, with --sanitize, a small set
-#                                                  under compute-sanitizer memcheck) and bench/cuda-ops, keep
+#                                                  under compute-sanitizer memcheck), the golden check
+#                                                  (test/gpu/golden_cuda.cpp: every fixture on the GPU with fp32
+#                                                  and bf16 activations, and batching) and bench/cuda-ops, keep
 #                                                  their logs (in $OUT when set, else .gpu-out/logs), and print
 #                                                  a summary table last
+#   scripts/gpu-check.sh run --quick               the op tests on small shapes and the golden check only
 #
 # Exit code of `run`: 0 when every test passed and the bench ran, 1 otherwise.
 set -uo pipefail
@@ -27,8 +30,8 @@ prepare() {
   mkdir -p "$out" "$objdir"
   local cxx=${CXX:-g++}
   local flags=(-std=c++20 -O2 -pthread -Icuda/include -Icuda/src)
-  # The CPU backend (the reference) and the CUDA host code; nothing else of the engine is needed.
-  local srcs=(cuda/src/backend/cpu/*.cpp cuda/src/backend/cuda/*.cpp)
+  # The whole engine: the op tests need the CPU backend and the CUDA host code, the golden check all of it.
+  local srcs=($(node scripts/native-sources.mjs))
   local objs=() pids=() jobs=0 max=$(nproc)
   for s in "${srcs[@]}"; do
     local o="$objdir/$(echo "${s%.cpp}" | tr / _).o"
@@ -42,24 +45,33 @@ prepare() {
   local ld=(-pthread -ldl -static-libstdc++ -static-libgcc -s)
   "$cxx" "${flags[@]}" test/native/test_cuda_ops.cpp "${objs[@]}" "${ld[@]}" -o "$out/test_cuda_ops"
   "$cxx" "${flags[@]}" bench/cuda-ops.cpp "${objs[@]}" "${ld[@]}" -o "$out/bench_cuda_ops"
+  # nlohmann/json is header-only and installed here, not on the GPU machine: the binary carries it.
+  "$cxx" "${flags[@]}" test/gpu/golden_cuda.cpp "${objs[@]}" "${ld[@]}" -o "$out/golden_cuda"
   echo "gpu-check prepare: $(du -sh "$out" | cut -f1) in .gpu-out/ in $((SECONDS - t0)) s"
 }
 
 run() {
-  local sanitize=0 bench_args=()
+  local sanitize=0 quick=0 bench_args=()
   for a in "$@"; do
-    case "$a" in --sanitize) sanitize=1 ;; *) bench_args+=("$a") ;; esac
+    case "$a" in --sanitize) sanitize=1 ;; --quick) quick=1 ;; *) bench_args+=("$a") ;; esac
   done
   local logs=${OUT:-$out/logs}
   mkdir -p "$logs"
-  for b in test_cuda_ops bench_cuda_ops; do
+  for b in test_cuda_ops bench_cuda_ops golden_cuda; do
     [ -x "$out/$b" ] || { echo "gpu-check: $out/$b missing: run 'scripts/gpu-check.sh prepare' on the build machine"; exit 1; }
   done
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null \
     | sed 's/^/gpu: /' | tee "$logs/gpu.txt"
   local t0=$SECONDS
-  "$out/test_cuda_ops" 2>&1 | tee "$logs/test_cuda_ops.log"
-  local test_rc=${PIPESTATUS[0]} test_secs=$((SECONDS - t0))
+  local test_rc
+  if [ "$quick" = 1 ]; then
+    VT_TEST_SMALL=1 "$out/test_cuda_ops" > "$logs/test_cuda_ops.log" 2>&1
+    test_rc=$?
+  else
+    "$out/test_cuda_ops" 2>&1 | tee "$logs/test_cuda_ops.log"
+    test_rc=${PIPESTATUS[0]}
+  fi
+  local test_secs=$((SECONDS - t0))
 
   # --sanitize: the small test set again under compute-sanitizer memcheck (out-of-bounds and misaligned
   # accesses the poisoned guards cannot see, such as reads past a buffer).
@@ -76,22 +88,41 @@ run() {
     grep -m5 -E 'Invalid|Error|error' "$logs/memcheck.log" | grep -v 'ERROR SUMMARY: 0' | head -5
   fi
 
-  t0=$SECONDS
-  "$out/bench_cuda_ops" "${bench_args[@]}" 2>&1 | tee "$logs/bench_cuda_ops.log"
-  local bench_rc=${PIPESTATUS[0]} bench_secs=$((SECONDS - t0))
+  # The golden check: every fixture through the engine on the GPU (fp32 activations: the CPU's tolerances;
+  # bf16: issue 4's), each with a batching check. Run from the root: it reads test/fixtures.
+  local golden_rc=0 g
+  for g in float32 bfloat16; do
+    t0=$SECONDS
+    (cd "$root" && timeout 120 "$out/golden_cuda" --device cuda --dtype "$g") > "$logs/golden_$g.log" 2>&1
+    local rc=$?
+    echo "golden $g: exit $rc, $((SECONDS - t0)) s" >> "$logs/golden.txt"
+    [ "$rc" = 0 ] || golden_rc=1
+    grep -E '^(FAIL|SKIP)' "$logs/golden_$g.log" | head -20
+  done
+
+  local bench_rc=0 bench_secs=0
+  if [ "$quick" = 0 ]; then
+    t0=$SECONDS
+    "$out/bench_cuda_ops" "${bench_args[@]}" 2>&1 | tee "$logs/bench_cuda_ops.log"
+    bench_rc=${PIPESTATUS[0]} bench_secs=$((SECONDS - t0))
+  fi
 
   echo
   echo "================ gpu-check summary ================"
   echo "test_cuda_ops: $(tail -1 "$logs/test_cuda_ops.log")  (exit $test_rc, ${test_secs} s)"
   grep '^FAIL' "$logs/test_cuda_ops.log" | head -20
   echo "memcheck (VT_TEST_SMALL): $san_line"
-  echo "bench_cuda_ops: exit $bench_rc, ${bench_secs} s"
-  sed -n '/^op  /,$p' "$logs/bench_cuda_ops.log"
-  [ "$test_rc" = 0 ] && [ "$san_rc" = 0 ] && [ "$bench_rc" = 0 ]
+  cat "$logs/golden.txt"
+  for g in float32 bfloat16; do sed -n '/^==== golden/,$p' "$logs/golden_$g.log"; done
+  if [ "$quick" = 0 ]; then
+    echo "bench_cuda_ops: exit $bench_rc, ${bench_secs} s"
+    sed -n '/^op  /,$p' "$logs/bench_cuda_ops.log"
+  fi
+  [ "$test_rc" = 0 ] && [ "$san_rc" = 0 ] && [ "$bench_rc" = 0 ] && [ "$golden_rc" = 0 ]
 }
 
 case "$mode" in
   prepare) prepare "$@" ;;
   run) run "$@" ;;
-  *) echo "usage: scripts/gpu-check.sh [prepare [--arch sm_90a] | run [--sanitize] [--reps N]]"; exit 2 ;;
+  *) echo "usage: scripts/gpu-check.sh [prepare [--arch sm_90a] | run [--quick] [--sanitize] [--reps N]]"; exit 2 ;;
 esac

@@ -38,6 +38,9 @@ typedef enum vt_status {
 
 typedef enum vt_device { VT_DEVICE_AUTO = 0, VT_DEVICE_CPU = 1, VT_DEVICE_CUDA = 2 } vt_device;
 
+/* The activation type of the CUDA backend (the CPU backend always computes in float32 and ignores it). */
+typedef enum vt_dtype { VT_DTYPE_AUTO = 0, VT_DTYPE_FLOAT32 = 1, VT_DTYPE_BFLOAT16 = 2 } vt_dtype;
+
 typedef enum vt_finish {
   VT_FINISH_NONE = 0,    /* the request goes on */
   VT_FINISH_EOS = 1,     /* it sampled one of its stop token ids */
@@ -63,6 +66,7 @@ typedef struct vt_engine_params {
   vt_progress_fn progress;
   void *progress_user;
   const volatile int32_t *cancel; /* optional: load stops with VT_ERR_CANCELLED when *cancel != 0 */
+  vt_dtype dtype;             /* CUDA activations; AUTO = float32 for now (bfloat16 once it is checked) */
 } vt_engine_params;
 
 vt_engine_params vt_engine_default_params(void);

@@ -5,8 +5,11 @@
 #include <cmath>
 #include <filesystem>
 
+#include "backend/cuda/driver.h"
 #include "loader/weights.h"
 #include "memory_plan.h"
+#include "models/dense_decoder.h"
+#include "models/dense_decoder_cuda.h"
 #include "status.h"
 
 namespace vt {
@@ -26,8 +29,14 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
     if (p.cancel && *p.cancel) fail(VT_ERR_CANCELLED, "load cancelled");
     if (p.progress) p.progress(f, stage, p.progress_user);
   };
-  if (p.device == VT_DEVICE_CUDA)
-    fail(VT_ERR_NO_GPU, "device 'cuda' was asked for, but this build has no CUDA backend yet; use device 'cpu' or 'auto'");
+  // The backend: 'cuda' needs a usable GPU (never a silent CPU fallback); 'auto' takes one when there is one.
+  bool use_cuda = false;
+  if (p.device != VT_DEVICE_CPU) {
+    const cuda::Availability a = cuda::cuda_available();
+    if (a.ok) use_cuda = true;
+    else if (p.device == VT_DEVICE_CUDA)
+      fail(VT_ERR_NO_GPU, "device 'cuda' was asked for, but CUDA is not usable here: " + a.reason + "; use device 'cpu' or 'auto'");
+  }
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) fail(VT_ERR_MODEL_NOT_FOUND, "checkpoint folder " + dir + " does not exist or is not a folder");
 
@@ -39,37 +48,61 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
   progress(0.02f, "mapping");
   e->checkpoint_ = Checkpoint::open(dir);
   Weights w = bind_weights(c, *e->checkpoint_, [&](int done, int total) {
-    progress(0.05f + 0.85f * float(done) / float(total), "weights");
+    progress(0.05f + (use_cuda ? 0.05f : 0.85f) * float(done) / float(total), "weights");
   });
-
-  // Fail now, with the option to change, rather than half-way through serving: on the CPU backend the KV pool
-  // and the workspaces are host memory (the weights are the checkpoint's page cache, reclaimable).
-  const int64_t needed = plan.kv_cache_bytes + plan.workspace_bytes + w.host_bytes;
-  const int64_t available = host_memory_available();
-  if (available >= 0 && needed > available)
-    fail(VT_ERR_OUT_OF_MEMORY, "this engine needs " + std::to_string(needed >> 20) + " MiB of host memory (KV cache " +
-                                   std::to_string(plan.kv_cache_bytes >> 20) + " MiB for " +
-                                   std::to_string(int64_t(plan.n_blocks) * plan.block_size) + " tokens, workspaces " +
-                                   std::to_string(plan.workspace_bytes >> 20) + " MiB) but only " + std::to_string(available >> 20) +
-                                   " MiB is available; lower maxContext or kvCacheBytes (or maxSeqs / maxBatchTokens)");
-
-  progress(0.92f, "kv cache");
+  const int64_t n_params = w.n_params, weight_bytes = w.bytes;
+  const DType dtype = w.dtype;
   e->plan_ = plan;
   e->max_context_ = plan.max_context;
-  e->pool_ = std::make_unique<cpu::ThreadPool>(plan.n_threads);
-  e->kv_ = std::make_unique<KvCache>(c.n_layers, plan.n_blocks, plan.block_size, c.n_kv_heads, c.head_dim);
+  e->kv_blocks_ = plan.n_blocks;
+  e->kv_block_size_ = plan.block_size;
+  std::unique_ptr<Decoder> model;
+  if (use_cuda) {
+    // Weights, KV pool and activations on the GPU; the checkpoint's pages are released tensor by tensor.
+    CudaDecoderParams cp;
+    cp.act = p.dtype == VT_DTYPE_BFLOAT16 ? cuda::Act::BF16 : cuda::Act::F32;
+    cp.max_tokens = plan.max_batch_tokens;
+    cp.max_seqs = plan.max_seqs;
+    cp.max_logit_rows = std::max(plan.max_seqs, 16);  // sampled rows, or one teacher-forcing block
+    cp.n_blocks = plan.n_blocks;
+    cp.block_size = plan.block_size;
+    auto cm = std::make_unique<CudaDecoder>(c, w, *e->checkpoint_, cp, [&](int done, int total) {
+      progress(0.1f + 0.85f * float(done) / float(total), "weights");
+    });
+    e->weight_device_bytes_ = cm->weight_device_bytes();
+    e->weight_host_bytes_ = 0;
+    e->weight_mapped_bytes_ = 0;
+    e->kv_bytes_ = cm->kv_bytes();
+    e->workspace_bytes_ = cm->workspace_bytes();
+    e->device_name_ = "cuda";
+    model = std::move(cm);
+  } else {
+    // Fail now, with the option to change, rather than half-way through serving: on the CPU backend the KV pool
+    // and the workspaces are host memory (the weights are the checkpoint's page cache, reclaimable).
+    const int64_t needed = plan.kv_cache_bytes + plan.workspace_bytes + w.host_bytes;
+    const int64_t available = host_memory_available();
+    if (available >= 0 && needed > available)
+      fail(VT_ERR_OUT_OF_MEMORY, "this engine needs " + std::to_string(needed >> 20) + " MiB of host memory (KV cache " +
+                                     std::to_string(plan.kv_cache_bytes >> 20) + " MiB for " +
+                                     std::to_string(int64_t(plan.n_blocks) * plan.block_size) + " tokens, workspaces " +
+                                     std::to_string(plan.workspace_bytes >> 20) + " MiB) but only " + std::to_string(available >> 20) +
+                                     " MiB is available; lower maxContext or kvCacheBytes (or maxSeqs / maxBatchTokens)");
+
+    progress(0.92f, "kv cache");
+    e->pool_ = std::make_unique<cpu::ThreadPool>(plan.n_threads);
+    e->kv_ = std::make_unique<KvCache>(c.n_layers, plan.n_blocks, plan.block_size, c.n_kv_heads, c.head_dim);
+    e->kv_bytes_ = e->kv_->bytes();
+    e->workspace_bytes_ = plan.workspace_bytes;
+    e->weight_host_bytes_ = w.host_bytes;
+    e->weight_mapped_bytes_ = w.bytes;
+    e->device_name_ = "cpu";
+    model = std::make_unique<DenseDecoder>(c, std::move(w), *e->pool_, *e->kv_, plan.max_batch_tokens);
+  }
   e->blocks_ = std::make_unique<BlockManager>(plan.n_blocks, plan.block_size);
   e->scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{plan.max_seqs, plan.max_batch_tokens}, *e->blocks_);
-
-  const int64_t n_params = w.n_params, weight_bytes = w.bytes;
-  e->weight_host_bytes_ = w.host_bytes;
-  e->weight_mapped_bytes_ = w.bytes;
-  const DType dtype = w.dtype;
-  auto model = std::make_unique<DenseDecoder>(c, std::move(w), *e->pool_, plan.max_batch_tokens);
-  e->runner_ = std::make_unique<ModelRunner>(std::move(model), *e->kv_, c.vocab_size, plan.max_batch_tokens, plan.max_seqs);
+  e->runner_ = std::make_unique<ModelRunner>(std::move(model), plan.block_size, c.vocab_size, plan.max_batch_tokens, plan.max_seqs);
 
   e->arch_name_ = c.architecture;
-  e->device_name_ = "cpu";
   e->dtype_name_ = dtype_name(dtype);
   vt_model_info &info = e->info_;
   info.architecture = e->arch_name_.c_str();
@@ -96,16 +129,16 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
 
 vt_memory_report Engine::memory() {
   vt_memory_report r{};
-  r.weight_device_bytes = 0;
+  r.weight_device_bytes = weight_device_bytes_;
   r.weight_host_bytes = weight_host_bytes_;
   r.weight_mapped_bytes = weight_mapped_bytes_;
   for (const auto &f : checkpoint_->files()) r.weight_mapped_resident_bytes += f->resident_bytes();
-  r.kv_cache_bytes = kv_->bytes();
-  r.kv_cache_resident_bytes = kv_->resident_bytes();
-  r.kv_blocks_total = kv_->n_blocks();
+  r.kv_cache_bytes = kv_bytes_;
+  r.kv_cache_resident_bytes = kv_ ? kv_->resident_bytes() : kv_bytes_;  // device memory is resident once allocated
+  r.kv_blocks_total = kv_blocks_;
   r.kv_blocks_used = int32_t(blocks_used_.load());
-  r.kv_block_size = kv_->block_size();
-  r.workspace_bytes = plan_.workspace_bytes;
+  r.kv_block_size = kv_block_size_;
+  r.workspace_bytes = workspace_bytes_;
   r.graphs_count = 0;
   r.graphs_bytes = 0;
   return r;
@@ -211,10 +244,10 @@ void Engine::abort(uint64_t id) {
 
 vt_engine_stats Engine::stats() {
   vt_engine_stats s{};
-  s.kv_blocks_total = kv_->n_blocks();
+  s.kv_blocks_total = kv_blocks_;
   s.kv_blocks_used = int32_t(blocks_used_.load());
-  s.kv_block_size = kv_->block_size();
-  s.kv_cache_bytes = kv_->bytes();
+  s.kv_block_size = kv_block_size_;
+  s.kv_cache_bytes = kv_bytes_;
   s.requests_waiting = waiting_.load();
   s.requests_running = running_.load();
   s.steps = steps_.load();

@@ -48,7 +48,7 @@ class Engine {
   ModelConfig config_;
   std::unique_ptr<Checkpoint> checkpoint_;
   std::unique_ptr<cpu::ThreadPool> pool_;
-  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<KvCache> kv_;  // CPU backend only; the CUDA decoder owns its device KV pool
   std::unique_ptr<BlockManager> blocks_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ModelRunner> runner_;
@@ -56,7 +56,9 @@ class Engine {
   std::string arch_name_, device_name_, dtype_name_;
   int32_t max_context_ = 0;
   MemoryPlan plan_;
-  int64_t weight_host_bytes_ = 0, weight_mapped_bytes_ = 0;
+  int64_t weight_host_bytes_ = 0, weight_mapped_bytes_ = 0, weight_device_bytes_ = 0;
+  int32_t kv_blocks_ = 0, kv_block_size_ = 0;
+  int64_t kv_bytes_ = 0, workspace_bytes_ = 0;
 
   vt_step_fn callback_ = nullptr;
   void *callback_user_ = nullptr;

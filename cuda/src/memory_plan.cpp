@@ -19,6 +19,8 @@ void check_option(bool ok, const std::string &what) {
 
 MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
   check_option(p.device == VT_DEVICE_AUTO || p.device == VT_DEVICE_CPU || p.device == VT_DEVICE_CUDA, "device must be auto, cpu or cuda");
+  check_option(p.dtype == VT_DTYPE_AUTO || p.dtype == VT_DTYPE_FLOAT32 || p.dtype == VT_DTYPE_BFLOAT16,
+               "dtype must be auto, float32 or bfloat16");
   check_option(p.n_threads >= 0 && p.n_threads <= 1024, "threads must be between 0 (all cores) and 1024");
   check_option(p.max_context >= 0, "maxContext must be >= 0");
   check_option(p.max_seqs >= 0 && p.max_seqs <= 4096, "maxSeqs must be between 0 (default) and 4096");

@@ -5,9 +5,9 @@
 
 namespace vt {
 
-ModelRunner::ModelRunner(std::unique_ptr<DenseDecoder> model, KvCache &kv, int32_t vocab, int32_t max_tokens,
+ModelRunner::ModelRunner(std::unique_ptr<Decoder> model, int32_t block_size, int32_t vocab, int32_t max_tokens,
                          int32_t max_seqs)
-    : model_(std::move(model)), kv_(kv), vocab_(vocab) {
+    : model_(std::move(model)), block_size_(block_size), vocab_(vocab) {
   tokens_.reserve(max_tokens);
   positions_.reserve(max_tokens);
   slots_.reserve(max_tokens);
@@ -15,7 +15,7 @@ ModelRunner::ModelRunner(std::unique_ptr<DenseDecoder> model, KvCache &kv, int32
 }
 
 void ModelRunner::run(const std::vector<ScheduledChunk> &plan) {
-  const int32_t bs = kv_.block_size();
+  const int32_t bs = block_size_;
   tokens_.clear();
   positions_.clear();
   slots_.clear();
@@ -49,7 +49,7 @@ void ModelRunner::run(const std::vector<ScheduledChunk> &plan) {
   b.slots = slots_.data();
   b.attn = cpu::AttentionBatch{int32_t(plan.size()), seq_q_start_.data(), seq_pos0_.data(), block_tables_.data(),
                                int32_t(max_blocks), bs};
-  model_->forward(b, kv_);
+  model_->forward(b);
   model_->project(logit_rows_.data(), int32_t(logit_rows_.size()), logits_.data());
 
   prompt_lp_.assign(plan.size(), {});

@@ -5,15 +5,14 @@
 #include <memory>
 #include <vector>
 
-#include "kv_cache.h"
-#include "models/dense_decoder.h"
+#include "models/decoder.h"
 #include "scheduler.h"
 
 namespace vt {
 
 class ModelRunner {
  public:
-  ModelRunner(std::unique_ptr<DenseDecoder> model, KvCache &kv, int32_t vocab, int32_t max_tokens, int32_t max_seqs);
+  ModelRunner(std::unique_ptr<Decoder> model, int32_t block_size, int32_t vocab, int32_t max_tokens, int32_t max_seqs);
 
   // Runs the plan; afterwards logits(i) is the row of the i-th chunk with sample == true, in plan order, and
   // prompt_logprobs(c) holds chunk c's teacher-forced logprobs (for sequences that asked), starting at prompt
@@ -24,8 +23,8 @@ class ModelRunner {
   int32_t prompt_logprobs_start(size_t c) const { return prompt_lp_start_[c]; }
 
  private:
-  std::unique_ptr<DenseDecoder> model_;
-  KvCache &kv_;
+  std::unique_ptr<Decoder> model_;
+  int32_t block_size_;
   int32_t vocab_;
   std::vector<int32_t> tokens_, positions_, slots_;   // (T)
   std::vector<int32_t> seq_q_start_, seq_pos0_;       // (n_seqs + 1), (n_seqs)

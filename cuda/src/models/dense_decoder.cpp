@@ -5,8 +5,9 @@
 
 namespace vt {
 
-DenseDecoder::DenseDecoder(const ModelConfig &config, Weights weights, cpu::ThreadPool &pool, int32_t max_tokens)
-    : c_(config), w_(std::move(weights)), pool_(pool), max_tokens_(max_tokens) {
+DenseDecoder::DenseDecoder(const ModelConfig &config, Weights weights, cpu::ThreadPool &pool, KvCache &kv,
+                           int32_t max_tokens)
+    : c_(config), w_(std::move(weights)), pool_(pool), kv_(kv), max_tokens_(max_tokens) {
   rope_tables(c_, &inv_freq_, &rope_scale_);
   const int64_t T = max_tokens, H = c_.hidden_size;
   const int64_t QD = int64_t(c_.n_heads) * c_.head_dim, KVD = int64_t(c_.n_kv_heads) * c_.head_dim;
@@ -55,7 +56,7 @@ void DenseDecoder::mlp_block(int l, int32_t T) {
   linear(pool_, gate_.data(), T, L.down, L.down_bias, proj_.data());
 }
 
-void DenseDecoder::forward(const ForwardBatch &b, KvCache &kv) {
+void DenseDecoder::forward(const ForwardBatch &b) {
   const int32_t T = b.n_tokens;
   const int64_t H = c_.hidden_size;
   const float eps = c_.rms_norm_eps;
@@ -65,7 +66,7 @@ void DenseDecoder::forward(const ForwardBatch &b, KvCache &kv) {
   cpu::rmsnorm(pool_, normed_.data(), T, H, w_.layers[0].attn_norm.data(), eps);
 
   for (int l = 0; l < c_.n_layers; ++l) {
-    attention_block(l, b, kv);
+    attention_block(l, b, kv_);
     // residual += attention output; normed = post_attention_layernorm(residual)
     cpu::add_rmsnorm(pool_, residual_.data(), proj_.data(), T, H, w_.layers[l].mlp_norm.data(), eps, normed_.data());
     mlp_block(l, T);

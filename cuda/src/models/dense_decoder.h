@@ -10,28 +10,18 @@
 #include "kv_cache.h"
 #include "loader/config.h"
 #include "loader/weights.h"
+#include "models/decoder.h"
 
 namespace vt {
 
-// One step's flattened batch: T tokens from several sequences, each a contiguous run of rows.
-struct ForwardBatch {
-  int32_t n_tokens = 0;
-  const int32_t *tokens = nullptr;     // (T)
-  const int32_t *positions = nullptr;  // (T)
-  const int32_t *slots = nullptr;      // (T) KV cache slot of each token: block * block_size + offset
-  cpu::AttentionBatch attn{};
-};
-
-class DenseDecoder {
+class DenseDecoder : public Decoder {
  public:
-  DenseDecoder(const ModelConfig &config, Weights weights, cpu::ThreadPool &pool, int32_t max_tokens);
+  DenseDecoder(const ModelConfig &config, Weights weights, cpu::ThreadPool &pool, KvCache &kv, int32_t max_tokens);
 
-  // Runs every layer; afterwards the final-normed hidden state of each row is ready for project().
-  void forward(const ForwardBatch &b, KvCache &kv);
+  void forward(const ForwardBatch &b) override;
 
-  // logits (n, vocab) fp32 of the given rows of the last forward(). Only rows that are needed pay for the large
-  // vocabulary projection.
-  void project(const int32_t *rows, int32_t n, float *logits);
+  // Only rows that are needed pay for the large vocabulary projection.
+  void project(const int32_t *rows, int32_t n, float *logits) override;
 
   const Weights &weights() const { return w_; }
 
@@ -42,6 +32,7 @@ class DenseDecoder {
   ModelConfig c_;
   Weights w_;
   cpu::ThreadPool &pool_;
+  KvCache &kv_;
   std::vector<float> inv_freq_;  // (head_dim / 2)
   float rope_scale_ = 1.f;
   int32_t max_tokens_;

@@ -38,6 +38,11 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
       const std::string y = act == Act::F32 || yf ? "f32" : "bf16";
       gemv_[yf][lm] = ctx.function("vt_gemv_" + a + "_" + y + "_m" + std::to_string(1 << lm));
     }
+  for (int yf = 0; yf < 2; ++yf)
+    for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+      const std::string y = act == Act::F32 || yf ? "f32" : "bf16";
+      gemm_[yf][int(dt)] = ctx.function("vt_gemm_" + a + "_" + table_name(dt) + "_" + y);
+    }
   attention_[0] = ctx.function("vt_paged_attention_" + a + "_d4");
   attention_[1] = ctx.function("vt_paged_attention_" + a + "_d8");
 }
@@ -102,6 +107,14 @@ void Ops::gemv(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, i
     ctx_.launch(gemv_[y_f32 ? 1 : 0][lm], grid, {kRowsPerBlock * 32}, 0, s, xm, w, bias, ym, k, n, vec);
     m0 += int64_t(1) << lm;
   }
+}
+
+void Ops::gemm(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, DType wdt, int64_t N, CUdeviceptr bias,
+               CUdeviceptr y, bool y_f32) {
+  require(fits_int(K) && K > 0 && fits_int(N) && fits_int(M), "gemm shape");
+  if (M == 0 || N == 0) return;
+  const int m = int(M), n = int(N), k = int(K);
+  ctx_.launch(gemm_[y_f32 ? 1 : 0][int(wdt)], {blocks_for(N, 64), blocks_for(M, 64)}, {256}, 0, s, x, w, bias, y, m, n, k);
 }
 
 void Ops::kv_store(CUstream s, CUdeviceptr k, CUdeviceptr v, int64_t T, int32_t n_kv_heads, int32_t head_dim,

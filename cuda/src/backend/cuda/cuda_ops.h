@@ -57,6 +57,12 @@ class Ops {
   void gemv(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, int64_t N, CUdeviceptr bias,
             CUdeviceptr y, bool y_f32 = false);
 
+  // y(M, N) = x(M, K) · w(N, K)ᵀ (+ bias(N) fp32) for any shape, w in `wdt` (fp32, fp16 or bf16), fp32
+  // accumulation; y fp32 when y_f32, else the activation type. The tiled fallback for prefill-shaped products
+  // and for weights gemv does not take (gemm.cuh).
+  void gemm(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, DType wdt, int64_t N, CUdeviceptr bias,
+            CUdeviceptr y, bool y_f32 = false);
+
   // k_cache/v_cache (n_blocks, block_size, n_kv_heads, head_dim)[slot[t]] = k, v (T, n_kv_heads, head_dim).
   void kv_store(CUstream s, CUdeviceptr k, CUdeviceptr v, int64_t T, int32_t n_kv_heads, int32_t head_dim,
                 CUdeviceptr slot, CUdeviceptr k_cache, CUdeviceptr v_cache);
@@ -71,6 +77,7 @@ class Ops {
   CUfunction embed_[3];  // by table DType
   CUfunction rmsnorm_, add_rmsnorm_, rope_, silu_mul_, kv_store_;
   CUfunction gemv_[2][4];       // [y_f32][log2 M]
+  CUfunction gemm_[2][3];       // [y_f32][weight DType]
   CUfunction attention_[2];     // head_dim <= 128, <= 256
 };
 

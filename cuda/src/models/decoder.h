@@ -1,0 +1,30 @@
+// What the model runner needs of a model, whatever backend runs it: one forward over a flattened batch (which
+// also writes the batch's keys and values into that backend's paged KV cache), then fp32 logits of chosen rows
+// in host memory. models/dense_decoder (CPU) and models/dense_decoder_cuda (GPU) implement it.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/cpu_ops.h"
+
+namespace vt {
+
+// One step's flattened batch: T tokens from several sequences, each a contiguous run of rows. Host memory.
+struct ForwardBatch {
+  int32_t n_tokens = 0;
+  const int32_t *tokens = nullptr;     // (T)
+  const int32_t *positions = nullptr;  // (T)
+  const int32_t *slots = nullptr;      // (T) KV cache slot of each token: block * block_size + offset
+  cpu::AttentionBatch attn{};
+};
+
+class Decoder {
+ public:
+  virtual ~Decoder() = default;
+  // Runs every layer; afterwards the final-normed hidden state of each row is ready for project().
+  virtual void forward(const ForwardBatch &b) = 0;
+  // logits (n, vocab) fp32, host memory, of the given rows of the last forward().
+  virtual void project(const int32_t *rows, int32_t n, float *logits) = 0;
+};
+
+}  // namespace vt
