@@ -26,6 +26,8 @@ vt_engine_params engine_params_from(Napi::Env env, Napi::Object p) {
   out.kv_block_size = int_field(env, p, "kvBlockSize");
   Napi::Value kvb = p.Get("kvCacheBytes");
   out.kv_cache_bytes = kvb.IsNumber() ? int64_t(kvb.As<Napi::Number>().DoubleValue()) : 0;
+  std::string dtype = p.Get("dtype").IsString() ? p.Get("dtype").As<Napi::String>().Utf8Value() : "auto";
+  out.dtype = dtype == "float32" ? VT_DTYPE_FLOAT32 : dtype == "bfloat16" ? VT_DTYPE_BFLOAT16 : VT_DTYPE_AUTO;
   return out;
 }
 

@@ -41,6 +41,12 @@ export interface LoadOptions {
   /** Size of the KV-cache pool in bytes. Default: room for max(maxContext, 4096) tokens. */
   kvCacheBytes?: number;
   /**
+   * Activation precision on the GPU: `'float32'` (exact against fp32 references; for debugging and tests) or
+   * `'bfloat16'` (faster; rounds more). Default `'auto'`, which is `'float32'` in this release. The CPU backend
+   * always computes in float32.
+   */
+  dtype?: 'auto' | 'float32' | 'bfloat16';
+  /**
    * Called on the JS thread as the load advances. Never called after the load has settled. If it throws, the
    * load is cancelled and rejects with what it threw.
    */
@@ -57,6 +63,7 @@ const KNOWN_KEYS: readonly (keyof LoadOptions)[] = [
   'maxSeqs',
   'kvBlockSize',
   'kvCacheBytes',
+  'dtype',
   'onProgress',
   'signal',
 ];
@@ -80,5 +87,6 @@ export function validateLoadOptions(options: unknown): NativeLoadParams {
     maxBatchTokens: integerOption('maxBatchTokens', o.maxBatchTokens, 1, INT32_MAX) ?? 0,
     kvBlockSize: integerOption('kvBlockSize', o.kvBlockSize, 1, INT32_MAX) ?? 0,
     kvCacheBytes: integerOption('kvCacheBytes', o.kvCacheBytes, 1, Number.MAX_SAFE_INTEGER) ?? 0,
+    dtype: oneOfOption('dtype', o.dtype, ['auto', 'float32', 'bfloat16'] as const) ?? 'auto',
   };
 }

@@ -15,7 +15,9 @@ function rejection(options: unknown): InvalidOptionError {
 
 describe('validateLoadOptions', () => {
   it('maps absent options to the native defaults (0 = engine default)', () => {
-    const defaults = { device: 'auto', threads: 0, maxContext: 0, maxSeqs: 0, maxBatchTokens: 0, kvBlockSize: 0, kvCacheBytes: 0 };
+    const defaults = {
+      device: 'auto', threads: 0, maxContext: 0, maxSeqs: 0, maxBatchTokens: 0, kvBlockSize: 0, kvCacheBytes: 0, dtype: 'auto',
+    };
     expect(validateLoadOptions(undefined)).toStrictEqual(defaults);
     expect(validateLoadOptions({})).toStrictEqual(defaults);
     expect(validateLoadOptions({ maxContext: undefined })).toStrictEqual(defaults);
@@ -32,6 +34,7 @@ describe('validateLoadOptions', () => {
         maxBatchTokens: 1024,
         kvBlockSize: 32,
         kvCacheBytes: 2 ** 33,
+        dtype: 'bfloat16',
         onProgress: () => {},
         signal: controller.signal,
       }),
@@ -43,7 +46,9 @@ describe('validateLoadOptions', () => {
       maxBatchTokens: 1024,
       kvBlockSize: 32,
       kvCacheBytes: 2 ** 33,
+      dtype: 'bfloat16',
     });
+    expect(() => validateLoadOptions({ dtype: 'float16' })).toThrow(/dtype/);
     expect(validateLoadOptions({ device: 'cpu' }).device).toBe('cpu');
   });
 
