@@ -8,7 +8,8 @@
 // must give the tokens each gives alone, up to the same decisive step (the GPU's products pick kernels by
 // batch rows, so sums may be ordered differently than alone).
 //
-//   golden_cuda [--device cpu|cuda|auto] [--dtype float32|bfloat16] [--fixtures DIR] [--requests N]
+//   golden_cuda [--device cpu|cuda|auto] [--dtype float32|bfloat16] [--fixtures DIR] [--only NAME] [--requests N]
+// (--only: that fixture alone, e.g. for a compute-sanitizer run)
 // Exit code 0 when every check passed; 2 when --device cuda finds no GPU (ERR_NO_GPU), so callers can skip.
 #include <nlohmann/json.hpp>
 
@@ -144,20 +145,23 @@ double compare(const std::string &tag, const Prompt &p, const Result &r, bool bf
 
 int main(int argc, char **argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  std::string device = "cuda", dtype = "float32", fixtures = "test/fixtures";
+  std::string device = "cuda", dtype = "float32", fixtures = "test/fixtures", only;
   int n_requests = 64;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--device" && i + 1 < argc) device = argv[++i];
     else if (a == "--dtype" && i + 1 < argc) dtype = argv[++i];
     else if (a == "--fixtures" && i + 1 < argc) fixtures = argv[++i];
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--requests" && i + 1 < argc) n_requests = std::atoi(argv[++i]);
-    else { std::fprintf(stderr, "usage: golden_cuda [--device cpu|cuda|auto] [--dtype float32|bfloat16] [--fixtures DIR] [--requests N]\n"); return 64; }
+    else { std::fprintf(stderr, "usage: golden_cuda [--device cpu|cuda|auto] [--dtype float32|bfloat16] [--fixtures DIR] [--only NAME] [--requests N]\n"); return 64; }
   }
   const bool bf16 = dtype == "bfloat16";
   std::vector<fs::path> dirs;
   for (auto &d : fs::directory_iterator(fixtures))
-    if (fs::exists(d.path() / "reference.json") && fs::exists(d.path() / "config.json")) dirs.push_back(d.path());
+    if (fs::exists(d.path() / "reference.json") && fs::exists(d.path() / "config.json") &&
+        (only.empty() || d.path().filename() == only))
+      dirs.push_back(d.path());
   std::sort(dirs.begin(), dirs.end());
 
   std::vector<std::string> summary;

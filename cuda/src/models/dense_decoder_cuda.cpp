@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "status.h"
@@ -61,14 +62,19 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   ctx_ = std::make_unique<cuda::Context>(0);
   stream_ = std::make_unique<cuda::Stream>();
   ops_ = std::make_unique<cuda::Ops>(*ctx_, p.act);
+  // Debugging: VT_CUDA_SUBLAYER_F32=1 also writes the o and down products' outputs in fp32 (bf16 activations).
+  if (const char *e = std::getenv("VT_CUDA_SUBLAYER_F32")) sub_f32_ = p.act == cuda::Act::BF16 && e[0] == '1';
 
-  const size_t as = cuda::act_size(p.act);
+  const size_t as = cuda::act_size(p.act), ps = sub_f32_ ? 4 : as;
   const int64_t T = p.max_tokens, H = c_.hidden_size, I = c_.intermediate_size, V = c_.vocab_size;
   const int64_t QD = int64_t(c_.n_heads) * c_.head_dim, KVD = int64_t(c_.n_kv_heads) * c_.head_dim;
   const int64_t R = std::max(p.max_logit_rows, 1);
   kv_layer_bytes_ = CUdeviceptr(int64_t(p.n_blocks) * p.block_size * KVD * int64_t(as));
   const int64_t kv_total = int64_t(kv_layer_bytes_) * 2 * c_.n_layers;
-  const int64_t work = int64_t(as) * (T * (4 * H + 2 * QD + 2 * KVD + 2 * I) + R * H) + R * V * 4;
+  // fp32: the residual stream, the final normed rows and the gathered lm_head rows; bf16 activations keep the
+  // final normed rows apart from normed_ (the products' bf16 input).
+  const int64_t work = int64_t(as) * T * (2 * H + 2 * QD + 2 * KVD + 2 * I) + int64_t(ps) * T * H + 4 * T * H +
+                       (p.act == cuda::Act::BF16 ? 4 * T * H : 0) + 4 * R * H + R * V * 4;
 
   // Fail before uploading anything when it cannot fit, naming the options that change it.
   const int64_t needed = w.bytes + kv_total + work, free = ctx_->free_bytes();
@@ -100,11 +106,12 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   inv_freq_ = upload(inv_freq);
 
   kv_ = cuda::DeviceBuffer(size_t(kv_total));
-  residual_ = scratch(T * H, as), normed_ = scratch(T * H, as), proj_ = scratch(T * H, as);
+  residual_ = scratch(T * H, 4), normed_ = scratch(T * H, as), proj_ = scratch(T * H, ps);
+  final_ = p.act == cuda::Act::BF16 ? scratch(T * H, 4) : normed_;
   q_ = scratch(T * QD, as), attn_ = scratch(T * QD, as);
   k_ = scratch(T * KVD, as), v_ = scratch(T * KVD, as);
   gate_ = scratch(T * I, as), up_ = scratch(T * I, as);
-  last_ = scratch(R * H, as);
+  last_ = scratch(R * H, 4);
   logits_ = scratch(R * V, sizeof(float));
   rows_ = scratch(R, sizeof(int32_t));
   ctx_->synchronize();
@@ -118,11 +125,12 @@ CudaDecoder::~CudaDecoder() {
   }
 }
 
-void CudaDecoder::linear(CUdeviceptr x, int32_t T, const DMatrix &m, CUdeviceptr bias, CUdeviceptr y, bool y_f32) {
+void CudaDecoder::linear(CUdeviceptr x, int32_t T, const DMatrix &m, CUdeviceptr bias, CUdeviceptr y, bool y_f32,
+                         bool x_f32) {
   if (m.dtype == DType::BF16 && T <= 8)
-    ops_->gemv(stream_->get(), x, T, m.cols, m.ptr, m.rows, bias, y, y_f32);
+    ops_->gemv(stream_->get(), x, T, m.cols, m.ptr, m.rows, bias, y, y_f32, x_f32);
   else
-    ops_->gemm(stream_->get(), x, T, m.cols, m.ptr, m.dtype, m.rows, bias, y, y_f32);
+    ops_->gemm(stream_->get(), x, T, m.cols, m.ptr, m.dtype, m.rows, bias, y, y_f32, x_f32);
 }
 
 void CudaDecoder::forward(const ForwardBatch &b) {
@@ -153,8 +161,10 @@ void CudaDecoder::forward(const ForwardBatch &b) {
   const cuda::DeviceAttentionBatch da{a.n_seqs, q_start, pos0, tables, a.max_blocks_per_seq, a.block_size};
   const float scale = 1.0f / std::sqrt(float(c_.head_dim));
 
-  ops_->embed(s, embed_.ptr, embed_.dtype, H, tokens, T, residual_);
-  ops_->rmsnorm(s, residual_, T, H, layers_[0].attn_norm, eps, normed_);
+  // The residual stream is fp32 whatever the activation type (bf16: only the products' inputs, q/k/v and the
+  // KV cache are rounded, as in production engines); the last layer's norm writes fp32 rows for the lm_head.
+  ops_->embed(s, embed_.ptr, embed_.dtype, H, tokens, T, residual_, /*out_f32=*/true);
+  ops_->rmsnorm_res32(s, residual_, T, H, layers_[0].attn_norm, eps, normed_);
   for (int l = 0; l < c_.n_layers; ++l) {
     const DLayer &L = layers_[l];
     linear(normed_, T, L.q, L.q_bias, q_);
@@ -165,16 +175,18 @@ void CudaDecoder::forward(const ForwardBatch &b) {
     ops_->rope(s, k_, T, c_.n_kv_heads, c_.head_dim, 0, positions, inv_freq_, rope_scale_, L.k_norm, eps);
     ops_->kv_store(s, k_, v_, T, c_.n_kv_heads, c_.head_dim, slots, k_cache(l), v_cache(l));
     ops_->attention(s, q_, k_cache(l), v_cache(l), da, T, c_.n_heads, c_.n_kv_heads, c_.head_dim, scale, attn_);
-    linear(attn_, T, L.o, L.o_bias, proj_);
+    linear(attn_, T, L.o, L.o_bias, proj_, sub_f32_);
     // residual += attention output; normed = post_attention_layernorm(residual)
-    ops_->add_rmsnorm(s, residual_, proj_, T, H, L.mlp_norm, eps, normed_);
+    ops_->add_rmsnorm_res32(s, residual_, proj_, sub_f32_, T, H, L.mlp_norm, eps, normed_, false);
     linear(normed_, T, L.gate, L.gate_bias, gate_);
     linear(normed_, T, L.up, L.up_bias, up_);
     ops_->silu_mul(s, gate_, up_, T, I, 0, gate_);
-    linear(gate_, T, L.down, L.down_bias, proj_);
-    // residual += mlp output; normed = next layer's input_layernorm (or the final norm)
-    const CUdeviceptr next_norm = l + 1 < c_.n_layers ? layers_[l + 1].attn_norm : final_norm_;
-    ops_->add_rmsnorm(s, residual_, proj_, T, H, next_norm, eps, normed_);
+    linear(gate_, T, L.down, L.down_bias, proj_, sub_f32_);
+    // residual += mlp output; normed = next layer's input_layernorm, or the final norm (fp32, into final_)
+    if (l + 1 < c_.n_layers)
+      ops_->add_rmsnorm_res32(s, residual_, proj_, sub_f32_, T, H, layers_[l + 1].attn_norm, eps, normed_, false);
+    else
+      ops_->add_rmsnorm_res32(s, residual_, proj_, sub_f32_, T, H, final_norm_, eps, final_, true);
   }
 }
 
@@ -188,8 +200,8 @@ void CudaDecoder::project(const int32_t *rows, int32_t n, float *logits) {
     // Gather the rows (the embedding kernel is a row gather), project them, copy the logits back.
     cuda::check(cuda::driver().cuMemcpyHtoDAsync(rows_, rows + i0, size_t(m) * sizeof(int32_t), s),
                 "cuMemcpyHtoDAsync(rows)");
-    ops_->embed(s, normed_, p_.act == cuda::Act::F32 ? DType::F32 : DType::BF16, H, rows_, m, last_);
-    linear(last_, m, lm_head_, 0, logits_, /*y_f32=*/true);
+    ops_->embed(s, final_, DType::F32, H, rows_, m, last_, /*out_f32=*/true);
+    linear(last_, m, lm_head_, 0, logits_, /*y_f32=*/true, /*x_f32=*/true);
     cuda::check(cuda::driver().cuMemcpyDtoHAsync(logits + int64_t(i0) * V, logits_, size_t(m * V) * sizeof(float), s),
                 "cuMemcpyDtoHAsync(logits)");
     stream_->synchronize();

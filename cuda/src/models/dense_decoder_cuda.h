@@ -1,7 +1,10 @@
 // The dense decoder of models/dense_decoder.h on one GPU: the same forward() over the same weights, with the
 // weights, the paged KV cache and the activations in device memory and every op from backend/cuda. Activations
 // are fp32 (the debugging mode whose results match the CPU backend to rounding) or bf16 (fp32 arithmetic inside
-// every kernel); the KV cache is in the activation type, with the CPU's paged layout
+// every kernel). With bf16 activations only what feeds a product (the normed rows, the attention output, the
+// SwiGLU product), the products' outputs and q/k/v are bf16: the residual stream, the final normed rows (the
+// lm_head's input) and the logits are fp32, and attention's softmax and accumulators are fp32. The KV cache is
+// in the activation type, with the CPU's paged layout
 // (layer, K|V, n_blocks, block_size, n_kv_heads, head_dim). Matrices stay in their stored dtype and are widened
 // in the kernels: the decode GEMV for bf16 weights and up to 8 rows, the tiled GEMM for everything else.
 //
@@ -64,13 +67,15 @@ class CudaDecoder : public Decoder {
   DMatrix upload(const Matrix &m, const Checkpoint &ck);
   CUdeviceptr upload(const std::vector<float> &v);  // 0 for an empty vector
   CUdeviceptr scratch(size_t elems, size_t elem_size);
-  void linear(CUdeviceptr x, int32_t T, const DMatrix &m, CUdeviceptr bias, CUdeviceptr y, bool y_f32 = false);
+  void linear(CUdeviceptr x, int32_t T, const DMatrix &m, CUdeviceptr bias, CUdeviceptr y, bool y_f32 = false,
+              bool x_f32 = false);
   CUdeviceptr k_cache(int l) const { return kv_.ptr() + CUdeviceptr(2 * l) * kv_layer_bytes_; }
   CUdeviceptr v_cache(int l) const { return kv_.ptr() + CUdeviceptr(2 * l + 1) * kv_layer_bytes_; }
 
   ModelConfig c_;
   CudaDecoderParams p_;
   float rope_scale_ = 1.f;
+  bool sub_f32_ = false;  // o/down outputs fp32 (VT_CUDA_SUBLAYER_F32=1, debugging; bf16 activations only)
   // Declared first, destroyed last: every buffer below belongs to this context.
   std::unique_ptr<cuda::Context> ctx_;
   std::unique_ptr<cuda::Stream> stream_;
@@ -86,12 +91,14 @@ class CudaDecoder : public Decoder {
   CUdeviceptr kv_layer_bytes_ = 0;
 
   // RunState, activation type unless said otherwise
-  CUdeviceptr residual_ = 0, normed_ = 0;  // (T, hidden)
+  CUdeviceptr residual_ = 0;               // (T, hidden) fp32
+  CUdeviceptr normed_ = 0;                 // (T, hidden) the next product's input
+  CUdeviceptr final_ = 0;                  // (T, hidden) fp32, the final norm's rows (normed_ when fp32)
   CUdeviceptr q_ = 0, attn_ = 0;           // (T, n_heads * head_dim)
   CUdeviceptr k_ = 0, v_ = 0;              // (T, n_kv_heads * head_dim)
-  CUdeviceptr proj_ = 0;                   // (T, hidden)
+  CUdeviceptr proj_ = 0;                   // (T, hidden) (fp32 when sub_f32_)
   CUdeviceptr gate_ = 0, up_ = 0;          // (T, intermediate)
-  CUdeviceptr last_ = 0;                   // (max_logit_rows, hidden) rows gathered for project()
+  CUdeviceptr last_ = 0;                   // (max_logit_rows, hidden) fp32, rows gathered for project()
   CUdeviceptr logits_ = 0;                 // (max_logit_rows, vocab) fp32
   CUdeviceptr rows_ = 0;                   // (max_logit_rows) int32
   cuda::DeviceBuffer meta_;                // int32: the batch's tokens, positions, slots, sequence tables

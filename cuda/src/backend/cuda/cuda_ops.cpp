@@ -25,10 +25,19 @@ bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   const std::string a = act_name(act);
-  for (DType dt : {DType::F32, DType::F16, DType::BF16})
-    embed_[int(dt)] = ctx.function(std::string("vt_embed_") + table_name(dt) + "_to_" + a);
+  for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+    embed_[0][int(dt)] = ctx.function(std::string("vt_embed_") + table_name(dt) + "_to_" + a);
+    embed_[1][int(dt)] = ctx.function(std::string("vt_embed_") + table_name(dt) + "_to_f32");
+  }
   rmsnorm_ = ctx.function("vt_rmsnorm_" + a);
   add_rmsnorm_ = ctx.function("vt_add_rmsnorm_" + a);
+  rmsnorm_res32_ = act == Act::F32 ? rmsnorm_ : ctx.function("vt_rmsnorm_f32_to_bf16");
+  for (int xf = 0; xf < 2; ++xf)
+    for (int of = 0; of < 2; ++of)
+      add_rmsnorm_res32_[xf][of] =
+          act == Act::F32 ? add_rmsnorm_
+                          : ctx.function(std::string("vt_add_rmsnorm_res32_") + (xf ? "f32" : "bf16") + "_" +
+                                         (of ? "f32" : "bf16"));
   rope_ = ctx.function("vt_rope_" + a);
   silu_mul_ = ctx.function("vt_silu_mul_" + a);
   kv_store_ = ctx.function("vt_kv_store_" + a);
@@ -38,20 +47,24 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
       const std::string y = act == Act::F32 || yf ? "f32" : "bf16";
       gemv_[yf][lm] = ctx.function("vt_gemv_" + a + "_" + y + "_m" + std::to_string(1 << lm));
     }
+  for (int lm = 0; lm < 4; ++lm) gemv_x32_[lm] = ctx.function("vt_gemv_f32_f32_m" + std::to_string(1 << lm));
   for (int yf = 0; yf < 2; ++yf)
     for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
       const std::string y = act == Act::F32 || yf ? "f32" : "bf16";
       gemm_[yf][int(dt)] = ctx.function("vt_gemm_" + a + "_" + table_name(dt) + "_" + y);
     }
+  for (DType dt : {DType::F32, DType::F16, DType::BF16})
+    gemm_x32_[int(dt)] = ctx.function(std::string("vt_gemm_f32_") + table_name(dt) + "_f32");
   attention_[0] = ctx.function("vt_paged_attention_" + a + "_d4");
   attention_[1] = ctx.function("vt_paged_attention_" + a + "_d8");
 }
 
-void Ops::embed(CUstream s, CUdeviceptr table, DType dt, int64_t dim, CUdeviceptr ids, int64_t T, CUdeviceptr out) {
+void Ops::embed(CUstream s, CUdeviceptr table, DType dt, int64_t dim, CUdeviceptr ids, int64_t T, CUdeviceptr out,
+                bool out_f32) {
   require(fits_int(dim) && T >= 0 && T <= INT_MAX, "embed shape");
   if (T == 0) return;
   const int d = int(dim);
-  ctx_.launch(embed_[int(dt)], {unsigned(T)}, {256}, 0, s, table, d, ids, out);
+  ctx_.launch(embed_[out_f32 ? 1 : 0][int(dt)], {unsigned(T)}, {256}, 0, s, table, d, ids, out);
 }
 
 void Ops::rmsnorm(CUstream s, CUdeviceptr x, int64_t rows, int64_t dim, CUdeviceptr weight, float eps, CUdeviceptr out) {
@@ -67,6 +80,23 @@ void Ops::add_rmsnorm(CUstream s, CUdeviceptr residual, CUdeviceptr x, int64_t r
   if (rows == 0) return;
   const int d = int(dim);
   ctx_.launch(add_rmsnorm_, {unsigned(rows)}, {256}, 0, s, residual, x, d, weight, eps, out);
+}
+
+void Ops::rmsnorm_res32(CUstream s, CUdeviceptr x, int64_t rows, int64_t dim, CUdeviceptr weight, float eps,
+                        CUdeviceptr out) {
+  require(fits_int(dim) && dim > 0 && fits_int(rows), "rmsnorm_res32 shape");
+  if (rows == 0) return;
+  const int d = int(dim);
+  ctx_.launch(rmsnorm_res32_, {unsigned(rows)}, {256}, 0, s, x, d, weight, eps, out);
+}
+
+void Ops::add_rmsnorm_res32(CUstream s, CUdeviceptr residual, CUdeviceptr x, bool x_f32, int64_t rows, int64_t dim,
+                            CUdeviceptr weight, float eps, CUdeviceptr out, bool out_f32) {
+  require(fits_int(dim) && dim > 0 && fits_int(rows), "add_rmsnorm_res32 shape");
+  if (rows == 0) return;
+  const int d = int(dim);
+  ctx_.launch(add_rmsnorm_res32_[x_f32 ? 1 : 0][out_f32 ? 1 : 0], {unsigned(rows)}, {256}, 0, s, residual, x, d,
+              weight, eps, out);
 }
 
 void Ops::rope(CUstream s, CUdeviceptr x, int64_t T, int32_t n_heads, int32_t head_dim, int64_t row_stride,
@@ -90,10 +120,11 @@ void Ops::silu_mul(CUstream s, CUdeviceptr gate, CUdeviceptr up, int64_t T, int6
 }
 
 void Ops::gemv(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, int64_t N, CUdeviceptr bias,
-               CUdeviceptr y, bool y_f32) {
-  require(fits_int(K) && K > 0 && fits_int(N) && M >= 0, "gemv shape");
+               CUdeviceptr y, bool y_f32, bool x_f32) {
+  require(fits_int(K) && K > 0 && fits_int(N) && M >= 0 && (!x_f32 || y_f32 || act_ == Act::F32), "gemv shape");
   if (M == 0 || N == 0) return;
-  const size_t xs = act_size(act_), ys = act_ == Act::F32 || y_f32 ? 4 : 2;
+  x_f32 = x_f32 && act_ != Act::F32;  // fp32 activations: the plain kernels are the fp32 ones
+  const size_t xs = x_f32 ? 4 : act_size(act_), ys = act_ == Act::F32 || y_f32 ? 4 : 2;
   const int k = int(K), n = int(N);
   // 16-byte weight and x loads need every row 16-byte aligned.
   const int vec = K % 8 == 0 && w % 16 == 0 && x % 16 == 0;
@@ -104,17 +135,18 @@ void Ops::gemv(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, i
     const int64_t left = M - m0;
     const int lm = left >= 8 ? 3 : left >= 4 ? 2 : left >= 2 ? 1 : 0;
     const CUdeviceptr xm = x + CUdeviceptr(m0 * K * int64_t(xs)), ym = y + CUdeviceptr(m0 * N * int64_t(ys));
-    ctx_.launch(gemv_[y_f32 ? 1 : 0][lm], grid, {kRowsPerBlock * 32}, 0, s, xm, w, bias, ym, k, n, vec);
+    ctx_.launch(x_f32 ? gemv_x32_[lm] : gemv_[y_f32 ? 1 : 0][lm], grid, {kRowsPerBlock * 32}, 0, s, xm, w, bias, ym, k, n, vec);
     m0 += int64_t(1) << lm;
   }
 }
 
 void Ops::gemm(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, DType wdt, int64_t N, CUdeviceptr bias,
-               CUdeviceptr y, bool y_f32) {
-  require(fits_int(K) && K > 0 && fits_int(N) && fits_int(M), "gemm shape");
+               CUdeviceptr y, bool y_f32, bool x_f32) {
+  require(fits_int(K) && K > 0 && fits_int(N) && fits_int(M) && (!x_f32 || y_f32 || act_ == Act::F32), "gemm shape");
   if (M == 0 || N == 0) return;
+  x_f32 = x_f32 && act_ != Act::F32;
   const int m = int(M), n = int(N), k = int(K);
-  ctx_.launch(gemm_[y_f32 ? 1 : 0][int(wdt)], {blocks_for(N, 64), blocks_for(M, 64)}, {256}, 0, s, x, w, bias, y, m, n, k);
+  ctx_.launch(x_f32 ? gemm_x32_[int(wdt)] : gemm_[y_f32 ? 1 : 0][int(wdt)], {blocks_for(N, 64), blocks_for(M, 64)}, {256}, 0, s, x, w, bias, y, m, n, k);
 }
 
 void Ops::kv_store(CUstream s, CUdeviceptr k, CUdeviceptr v, int64_t T, int32_t n_kv_heads, int32_t head_dim,
