@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/matmul_kernels.h"
@@ -30,20 +31,7 @@ using namespace vt::cpu;
 
 namespace {
 
-int g_passed = 0, g_failed = 0;
 
-void record(bool ok, const std::string &what, const std::string &why = "") {
-  if (ok) {
-    ++g_passed;
-  } else {
-    ++g_failed;
-    std::printf("FAIL %s%s%s\n", what.c_str(), why.empty() ? "" : ": ", why.c_str());
-  }
-}
-
-std::mt19937_64 g_rng;
-double uni(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(g_rng); }
-int64_t below(int64_t n) { return std::uniform_int_distribution<int64_t>(0, n - 1)(g_rng); }
 std::vector<float> randf(size_t n, double lo = -1, double hi = 1) {
   std::vector<float> v(n);
   for (auto &x : v) x = float(uni(lo, hi));

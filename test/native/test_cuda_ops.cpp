@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "check.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/cuda/cuda_ops.h"
@@ -36,22 +37,9 @@ using vt::cuda::DeviceBuffer;
 
 namespace {
 
-int g_passed = 0, g_failed = 0;
 cuda::CUstream g_stream = nullptr;  // every copy, fill and kernel of the checks runs on this one stream
 bool g_small = false;  // VT_TEST_SMALL: skip the big cases
 
-void record(bool ok, const std::string &what, const std::string &why = "") {
-  if (ok) {
-    ++g_passed;
-  } else {
-    ++g_failed;
-    std::printf("FAIL %s%s%s\n", what.c_str(), why.empty() ? "" : ": ", why.c_str());
-  }
-}
-
-std::mt19937_64 g_rng;
-double uni(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(g_rng); }
-int64_t below(int64_t n) { return std::uniform_int_distribution<int64_t>(0, n - 1)(g_rng); }
 
 uint16_t to_bf16(float f) {  // round to nearest even, as the kernels do
   uint32_t u;
