@@ -13,6 +13,33 @@ int32_t int_field(Napi::Env env, Napi::Object o, const char *key) {
   if (!v.IsNumber()) throw code_error(env, "ERR_INVALID_OPTION", std::string(key) + " must be a number");
   return v.As<Napi::Number>().Int32Value();
 }
+
+// cudaGraphs as load-options.ts shapes it ({ enabled: -1 | 0 | 1, maxBatch, buckets, dedup }). Whatever is absent
+// keeps vt_engine_default_params()'s value, so the default stays "on"; the ranges are checked by plan_memory.
+void cuda_graphs_from(Napi::Env env, Napi::Value v, vt_cuda_graphs *g) {
+  if (v.IsUndefined()) return;
+  if (!v.IsObject()) throw code_error(env, "ERR_INVALID_OPTION", "cudaGraphs must be an object");
+  Napi::Object o = v.As<Napi::Object>();
+  if (!o.Get("enabled").IsUndefined()) g->enabled = int_field(env, o, "enabled");
+  g->max_batch = int_field(env, o, "maxBatch");
+  Napi::Value b = o.Get("buckets");
+  if (!b.IsUndefined()) {
+    if (!b.IsArray()) throw code_error(env, "ERR_INVALID_OPTION", "cudaGraphs.buckets must be an array");
+    Napi::Array a = b.As<Napi::Array>();
+    constexpr uint32_t cap = sizeof g->buckets / sizeof g->buckets[0];
+    if (a.Length() > cap)
+      throw code_error(env, "ERR_INVALID_OPTION", "cudaGraphs.buckets holds at most " + std::to_string(cap) + " batch sizes");
+    for (uint32_t i = 0; i < a.Length(); ++i) {
+      Napi::Value x = a.Get(i);
+      if (!x.IsNumber()) throw code_error(env, "ERR_INVALID_OPTION", "cudaGraphs.buckets must hold numbers");
+      g->buckets[i] = x.As<Napi::Number>().Int32Value();
+    }
+    g->n_buckets = int32_t(a.Length());
+  }
+  Napi::Value dedup = o.Get("dedup");
+  if (!dedup.IsUndefined() && !dedup.IsBoolean()) throw code_error(env, "ERR_INVALID_OPTION", "cudaGraphs.dedup must be a boolean");
+  g->dedup = dedup.IsBoolean() && dedup.As<Napi::Boolean>().Value() ? 1 : 0;
+}
 }  // namespace
 
 vt_engine_params engine_params_from(Napi::Env env, Napi::Object p) {
@@ -28,6 +55,7 @@ vt_engine_params engine_params_from(Napi::Env env, Napi::Object p) {
   out.kv_cache_bytes = kvb.IsNumber() ? int64_t(kvb.As<Napi::Number>().DoubleValue()) : 0;
   std::string dtype = p.Get("dtype").IsString() ? p.Get("dtype").As<Napi::String>().Utf8Value() : "auto";
   out.dtype = dtype == "float32" ? VT_DTYPE_FLOAT32 : dtype == "bfloat16" ? VT_DTYPE_BFLOAT16 : VT_DTYPE_AUTO;
+  cuda_graphs_from(env, p.Get("cudaGraphs"), &out.cuda_graphs);
   return out;
 }
 

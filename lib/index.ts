@@ -15,7 +15,7 @@
  */
 export { Engine } from './engine/engine.js';
 export { DEFAULT_MODEL_DIR } from './engine/default-model.js';
-export type { DeviceOption, LoadOptions, LoadProgress } from './engine/load-options.js';
+export type { CudaGraphsOptions, DeviceOption, LoadOptions, LoadProgress } from './engine/load-options.js';
 export type { EngineStats, ModelInfo } from './engine/model-info.js';
 export type { ScoreResult } from './engine/score.js';
 export { MemoryTracker } from './memory/tracker.js';

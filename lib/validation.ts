@@ -68,6 +68,13 @@ export function oneOfOption<T extends string>(name: string, value: unknown, allo
   return value as T;
 }
 
+/** A boolean, or undefined when absent. @internal */
+export function booleanOption(name: string, value: unknown): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'boolean') throw new InvalidOptionError(`Option "${name}" must be a boolean, got ${show(value)}.`);
+  return value;
+}
+
 /** A function, or undefined when absent. @internal */
 export function functionOption<T extends (...args: never[]) => unknown>(name: string, value: unknown): T | undefined {
   if (value === undefined) return undefined;

@@ -55,6 +55,18 @@ typedef struct vt_engine vt_engine;
  * Called on the loading thread. */
 typedef void (*vt_progress_fn)(float fraction, const char *stage, void *user);
 
+/* CUDA graphs for decode steps (CUDA backend only; ignored on the CPU). A step whose every sequence decodes
+ * one token and whose batch fits a bucket replays the graph captured for the smallest bucket that holds it
+ * (the batch padded to the bucket), instead of launching each kernel. */
+typedef struct vt_cuda_graphs {
+  int32_t enabled;      /* -1 = default (on), 0 = off, 1 = on */
+  int32_t max_batch;    /* largest batch captured; 0 = min(max_seqs, 128) */
+  int32_t n_buckets;    /* 0 = powers of two up to max_batch (and max_batch itself) */
+  int32_t buckets[32];  /* ascending batch sizes, each 1 .. max_seqs */
+  int32_t dedup;        /* 1: buckets whose graphs differ only in launch sizes share one executable
+                           (cuGraphExecUpdate before a replay switches buckets); 0 = off (default) */
+} vt_cuda_graphs;
+
 typedef struct vt_engine_params {
   vt_device device;
   int32_t n_threads;          /* CPU backend threads; 0 = number of online cores */
@@ -67,6 +79,7 @@ typedef struct vt_engine_params {
   void *progress_user;
   const volatile int32_t *cancel; /* optional: load stops with VT_ERR_CANCELLED when *cancel != 0 */
   vt_dtype dtype;             /* CUDA activations; AUTO = float32 for now (bfloat16 once it is checked) */
+  vt_cuda_graphs cuda_graphs;
 } vt_engine_params;
 
 vt_engine_params vt_engine_default_params(void);

@@ -45,6 +45,7 @@ extern "C" {
 vt_engine_params vt_engine_default_params(void) {
   vt_engine_params p{};
   p.device = VT_DEVICE_AUTO;
+  p.cuda_graphs.enabled = -1;
   return p;
 }
 

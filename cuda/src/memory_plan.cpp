@@ -15,7 +15,43 @@ namespace {
 void check_option(bool ok, const std::string &what) {
   if (!ok) fail(VT_ERR_INVALID_OPTION, what);
 }
+
+constexpr int32_t kGraphMaxBatch = 4096;
+constexpr int32_t kGraphBucketsCap = int32_t(sizeof(vt_cuda_graphs::buckets) / sizeof(int32_t));
+
+// Checks p.cuda_graphs against the effective max_seqs and returns the buckets to capture (empty when off).
+std::vector<int32_t> plan_graph_buckets(const vt_cuda_graphs &g, int32_t max_seqs) {
+  check_option(g.enabled >= -1 && g.enabled <= 1, "cudaGraphs.enabled must be -1 (default), 0 (off) or 1 (on)");
+  check_option(g.max_batch >= 0 && g.max_batch <= kGraphMaxBatch,
+               "cudaGraphs.maxBatch must be between 0 (default) and " + std::to_string(kGraphMaxBatch));
+  check_option(g.n_buckets >= 0 && g.n_buckets <= kGraphBucketsCap,
+               "cudaGraphs.buckets holds 0 (default) to " + std::to_string(kGraphBucketsCap) + " batch sizes");
+  check_option(g.dedup == 0 || g.dedup == 1, "cudaGraphs.dedup must be 0 or 1");
+  for (int32_t i = 0; i < g.n_buckets; ++i) {
+    const int32_t b = g.buckets[i];
+    check_option(b >= 1 && b <= max_seqs, "cudaGraphs.buckets[" + std::to_string(i) + "] is " + std::to_string(b) +
+                                              "; each bucket must be from 1 to maxSeqs (" + std::to_string(max_seqs) + ")");
+    check_option(i == 0 || b > g.buckets[i - 1], "cudaGraphs.buckets must be strictly ascending; buckets[" + std::to_string(i) +
+                                                     "] is " + std::to_string(b) + ", after " + std::to_string(g.buckets[i - 1]));
+  }
+  if (g.n_buckets > 0)
+    check_option(g.max_batch == 0 || g.max_batch >= g.buckets[g.n_buckets - 1],
+                 "cudaGraphs.maxBatch " + std::to_string(g.max_batch) + " is below the largest bucket (" +
+                     std::to_string(g.buckets[g.n_buckets - 1]) + ")");
+
+  if (g.enabled == 0) return {};
+  if (g.n_buckets > 0) return std::vector<int32_t>(g.buckets, g.buckets + g.n_buckets);
+  // A step never holds more than max_seqs sequences, so a larger bucket could never be replayed.
+  return default_graph_buckets(std::min(g.max_batch > 0 ? g.max_batch : 128, max_seqs));
+}
 }  // namespace
+
+std::vector<int32_t> default_graph_buckets(int32_t max_batch) {
+  std::vector<int32_t> buckets;
+  for (int64_t b = 1; b <= max_batch; b *= 2) buckets.push_back(int32_t(b));
+  if (max_batch > 0 && buckets.back() != max_batch) buckets.push_back(max_batch);
+  return buckets;
+}
 
 MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
   check_option(p.device == VT_DEVICE_AUTO || p.device == VT_DEVICE_CPU || p.device == VT_DEVICE_CUDA, "device must be auto, cpu or cuda");
@@ -37,6 +73,8 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
   m.max_seqs = p.max_seqs > 0 ? p.max_seqs : 64;
   m.max_batch_tokens = p.max_batch_tokens > 0 ? p.max_batch_tokens : 512;
   m.n_threads = p.n_threads > 0 ? p.n_threads : int32_t(std::max(1u, std::thread::hardware_concurrency()));
+  m.graph_buckets = plan_graph_buckets(p.cuda_graphs, m.max_seqs);
+  m.graph_dedup = p.cuda_graphs.dedup == 1;
 
   m.kv_bytes_per_token = KvCache::bytes_per_token(c.n_layers, c.n_kv_heads, c.head_dim);
   const int64_t pool_tokens = p.kv_cache_bytes > 0 ? p.kv_cache_bytes / m.kv_bytes_per_token

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "loader/config.h"
 #include "vt_engine.h"
@@ -19,7 +20,14 @@ struct MemoryPlan {
   int64_t kv_bytes_per_token = 0;
   int64_t kv_cache_bytes = 0;   // the whole pool, resident once every block has been used
   int64_t workspace_bytes = 0;  // activations for max_batch_tokens rows, logits, sampler scratch
+  // Decode batch sizes to capture as CUDA graphs, ascending, each 1..max_seqs; empty when graphs are off. Planned
+  // whatever the device (the plan is made before the backend is chosen); the CPU backend ignores it.
+  std::vector<int32_t> graph_buckets;
+  bool graph_dedup = false;     // buckets share executables through cuGraphExecUpdate (vt_cuda_graphs.dedup)
 };
+
+// The default CUDA-graph buckets for a largest batch: the powers of two up to it, and it when it is not one.
+std::vector<int32_t> default_graph_buckets(int32_t max_batch);
 
 // Validates the params against the model and sizes everything. Throws vt::Error (INVALID_OPTION, OUT_OF_MEMORY).
 MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p);

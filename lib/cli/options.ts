@@ -18,6 +18,8 @@ export interface LoadFlags {
   device?: DeviceOption;
   threads?: number;
   maxContext?: number;
+  /** false with --no-cuda-graphs (commander sets it true otherwise). */
+  cudaGraphs?: boolean;
   quiet?: boolean;
 }
 
@@ -33,7 +35,7 @@ export interface SamplingFlags {
   stop?: string[];
 }
 
-/** Adds --model, --device, --threads, --max-context and --quiet. @internal */
+/** Adds --model, --device, --threads, --max-context, --no-cuda-graphs and --quiet. @internal */
 export function addLoadOptions(cmd: Command): Command {
   return cmd
     .option('-m, --model <dir>', 'Hugging Face checkpoint folder (default: the packaged default model)')
@@ -44,6 +46,7 @@ export function addLoadOptions(cmd: Command): Command {
       'tokens per sequence, prompt + output (default: the model\'s, capped at 8192)',
       checked((n) => validateLoadOptions({ maxContext: n })),
     )
+    .option('--no-cuda-graphs', 'decode without CUDA graphs (the CUDA backend uses them by default)')
     .option('-q, --quiet', 'print nothing on stderr but errors');
 }
 
@@ -67,6 +70,7 @@ export function loadOptionsOf(flags: LoadFlags): LoadOptions {
   if (flags.device !== undefined) options.device = flags.device;
   if (flags.threads !== undefined) options.threads = flags.threads;
   if (flags.maxContext !== undefined) options.maxContext = flags.maxContext;
+  if (flags.cudaGraphs === false) options.cudaGraphs = false;
   return options;
 }
 

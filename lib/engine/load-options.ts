@@ -2,14 +2,17 @@
  * Options of `Engine.load` and their validation into the native load parameters.
  * @module
  */
-import type { NativeLoadParams } from '../native/addon.js';
+import { InvalidOptionError } from '../errors.js';
+import type { NativeCudaGraphs, NativeLoadParams } from '../native/addon.js';
 import {
   INT32_MAX,
+  booleanOption,
   functionOption,
   integerOption,
   oneOfOption,
   optionsRecord,
   rejectUnknownKeys,
+  show,
   signalOption,
 } from '../validation.js';
 
@@ -22,6 +25,37 @@ export interface LoadProgress {
   fraction: number;
   /** A short name of what the load is doing, such as `'mapping'`, `'weights'` or `'kv cache'`. */
   stage: string;
+}
+
+/**
+ * How decode steps use CUDA graphs, as {@link LoadOptions.cudaGraphs} takes it. Only the CUDA backend reads it; the
+ * CPU backend accepts it and ignores it.
+ *
+ * A decode step (every sequence in it decodes one token) whose batch fits a bucket replays the graph captured for
+ * the smallest bucket that holds it, with the batch padded to that size, instead of launching each kernel. That
+ * saves the per-kernel launch cost, which weighs most on small-batch decode, for some GPU memory per captured bucket.
+ */
+export interface CudaGraphsOptions {
+  /** Whether decode steps replay CUDA graphs. Default `true`. */
+  enabled?: boolean;
+  /**
+   * The largest decode batch captured, an integer from 1 to 4096; a larger batch runs without a graph. Values above
+   * `maxSeqs` act as `maxSeqs`, since no step holds more sequences. When `buckets` is given too, `maxBatch` must be
+   * at least its largest bucket, and the buckets alone say what is captured. Default: `maxSeqs`, capped at 128.
+   */
+  maxBatch?: number;
+  /**
+   * The batch sizes to capture: strictly ascending integers from 1 to `maxSeqs` (64 when `maxSeqs` is not given),
+   * at most 32 of them. Default: the powers of two up to `maxBatch`, plus `maxBatch` itself when it is not one
+   * (with every default: 1, 2, 4, 8, 16, 32, 64).
+   */
+  buckets?: number[];
+  /**
+   * Lets buckets whose graphs differ only in launch sizes share one executable graph, updated in place
+   * (`cuGraphExecUpdate`) each time the replayed bucket changes: fewer executables and less GPU memory, for an
+   * update on every bucket switch. Default `false`, until it is measured to save memory worth that cost.
+   */
+  dedup?: boolean;
 }
 
 /** Options of `Engine.load`. Every field is optional; an unknown field is an error, so a typo is caught. */
@@ -47,6 +81,12 @@ export interface LoadOptions {
    */
   dtype?: 'auto' | 'float32' | 'bfloat16';
   /**
+   * CUDA graphs for decode steps (see {@link CudaGraphsOptions}); only the CUDA backend reads it, the CPU backend
+   * ignores it. Default: on, with the default buckets. `false` is the same as `{ enabled: false }` and `true` the
+   * same as leaving it out.
+   */
+  cudaGraphs?: boolean | CudaGraphsOptions;
+  /**
    * Called on the JS thread as the load advances. Never called after the load has settled. If it throws, the
    * load is cancelled and rejects with what it threw.
    */
@@ -64,9 +104,18 @@ const KNOWN_KEYS: readonly (keyof LoadOptions)[] = [
   'kvBlockSize',
   'kvCacheBytes',
   'dtype',
+  'cudaGraphs',
   'onProgress',
   'signal',
 ];
+
+const CUDA_GRAPHS_KEYS: readonly (keyof CudaGraphsOptions)[] = ['enabled', 'maxBatch', 'buckets', 'dedup'];
+
+/** vt_cuda_graphs' bounds (vt_engine.h): the largest batch captured, and the room for buckets. */
+const CUDA_GRAPHS_MAX_BATCH = 4096;
+const CUDA_GRAPHS_MAX_BUCKETS = 32;
+/** vt_engine_params.max_seqs' documented default (vt_engine.h), which bounds the buckets when maxSeqs is absent. */
+const DEFAULT_MAX_SEQS = 64;
 
 /**
  * Checks `options` and maps them to the native load parameters (0 = the engine's default). `onProgress` and
@@ -79,14 +128,74 @@ export function validateLoadOptions(options: unknown): NativeLoadParams {
   rejectUnknownKeys(o, KNOWN_KEYS, 'Engine.load');
   functionOption('onProgress', o.onProgress);
   signalOption('signal', o.signal);
+  const maxSeqs = integerOption('maxSeqs', o.maxSeqs, 1, INT32_MAX);
   return {
     device: oneOfOption('device', o.device, ['auto', 'cpu', 'cuda'] as const) ?? 'auto',
     threads: integerOption('threads', o.threads, 1, 1024) ?? 0,
     maxContext: integerOption('maxContext', o.maxContext, 1, INT32_MAX) ?? 0,
-    maxSeqs: integerOption('maxSeqs', o.maxSeqs, 1, INT32_MAX) ?? 0,
+    maxSeqs: maxSeqs ?? 0,
     maxBatchTokens: integerOption('maxBatchTokens', o.maxBatchTokens, 1, INT32_MAX) ?? 0,
     kvBlockSize: integerOption('kvBlockSize', o.kvBlockSize, 1, INT32_MAX) ?? 0,
     kvCacheBytes: integerOption('kvCacheBytes', o.kvCacheBytes, 1, Number.MAX_SAFE_INTEGER) ?? 0,
     dtype: oneOfOption('dtype', o.dtype, ['auto', 'float32', 'bfloat16'] as const) ?? 'auto',
+    cudaGraphs: cudaGraphsOption(o.cudaGraphs, maxSeqs),
   };
+}
+
+/** `cudaGraphs` → vt_cuda_graphs' fields (0 / empty = the engine's default); `maxSeqs` as given, if it was. */
+function cudaGraphsOption(value: unknown, maxSeqs: number | undefined): NativeCudaGraphs {
+  const defaults: NativeCudaGraphs = { enabled: -1, maxBatch: 0, buckets: [], dedup: false };
+  if (value === undefined || value === true) return defaults;
+  if (value === false) return { ...defaults, enabled: 0 };
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new InvalidOptionError(
+      `Option "cudaGraphs" must be a boolean or an object { enabled?, maxBatch?, buckets?, dedup? }, got ${show(value)}.`,
+    );
+  }
+  const o = value as Record<string, unknown>;
+  rejectUnknownKeys(o, CUDA_GRAPHS_KEYS, 'cudaGraphs');
+  const enabled = booleanOption('cudaGraphs.enabled', o.enabled);
+  const maxBatch = integerOption('cudaGraphs.maxBatch', o.maxBatch, 1, CUDA_GRAPHS_MAX_BATCH);
+  const buckets = bucketsOption(o.buckets, maxSeqs);
+  const dedup = booleanOption('cudaGraphs.dedup', o.dedup);
+  const largest = buckets?.[buckets.length - 1];
+  if (maxBatch !== undefined && largest !== undefined && maxBatch < largest) {
+    throw new InvalidOptionError(
+      `Option "cudaGraphs.maxBatch" must be at least the largest of cudaGraphs.buckets (${largest}), got ${maxBatch}; ` +
+        'raise it, or leave it out and let the buckets say what is captured.',
+    );
+  }
+  return {
+    enabled: enabled === undefined ? -1 : enabled ? 1 : 0,
+    maxBatch: maxBatch ?? 0,
+    buckets: buckets ?? [],
+    dedup: dedup ?? false,
+  };
+}
+
+/** `cudaGraphs.buckets`: 1 to 32 strictly ascending batch sizes, each from 1 to maxSeqs; a copy of them. */
+function bucketsOption(value: unknown, maxSeqs: number | undefined): number[] | undefined {
+  const name = 'cudaGraphs.buckets';
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || value.length < 1 || value.length > CUDA_GRAPHS_MAX_BUCKETS) {
+    throw new InvalidOptionError(
+      `Option "${name}" must be an array of 1 to ${CUDA_GRAPHS_MAX_BUCKETS} batch sizes, got ${show(value)}.`,
+    );
+  }
+  const limit = maxSeqs ?? DEFAULT_MAX_SEQS;
+  const bound = maxSeqs === undefined ? `${limit}, the default maxSeqs` : `${limit}, maxSeqs`;
+  const buckets: number[] = [];
+  for (let i = 0; i < value.length; i++) {
+    const b: unknown = value[i];
+    if (typeof b !== 'number' || !Number.isInteger(b) || b < 1 || b > limit) {
+      throw new InvalidOptionError(`Option "${name}" must hold integers from 1 to ${bound}; ${name}[${i}] is ${show(b)}.`);
+    }
+    if (i > 0 && b <= buckets[i - 1]) {
+      throw new InvalidOptionError(
+        `Option "${name}" must be strictly ascending; ${name}[${i}] is ${b}, after ${buckets[i - 1]}.`,
+      );
+    }
+    buckets.push(b);
+  }
+  return buckets;
 }

@@ -16,6 +16,15 @@ export interface NativeLoadParams {
   kvBlockSize: number; // 0 = default
   kvCacheBytes: number; // 0 = default
   dtype: 'auto' | 'float32' | 'bfloat16'; // GPU activations
+  cudaGraphs: NativeCudaGraphs;
+}
+
+/** @internal vt_cuda_graphs, field by field (the binding keeps the engine's defaults when it is absent). */
+export interface NativeCudaGraphs {
+  enabled: -1 | 0 | 1; // -1 = default (on)
+  maxBatch: number; // 0 = default
+  buckets: number[]; // empty = default
+  dedup: boolean;
 }
 
 /** @internal */

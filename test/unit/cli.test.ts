@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { loadOptionsOf } from '../../lib/cli/options.js';
 import { Engine, EngineError } from '../../lib/index.js';
 import { copyCheckpoint, removeTempDirs, tempDir } from '../helpers/checkpoints.js';
 import { decisiveSteps, fixtureDir, listFixtures, readReference } from '../helpers/fixtures.js';
@@ -254,6 +255,15 @@ describe('vtengine run --tokens', () => {
     expect(ran.stderr).toMatch(/24 tokens in .* \(finish: length\)\n$/);
   });
 
+  it('--no-cuda-graphs reaches the load options and the CPU backend ignores it', async () => {
+    expect(loadOptionsOf({ cudaGraphs: false })).toStrictEqual({ cudaGraphs: false });
+    expect(loadOptionsOf({ cudaGraphs: true })).toStrictEqual({}); // commander's value when the flag is absent
+    const prompt = readReference('llama-bf16').prompts[1];
+    const ran = await cli(['run', '-q', '--device', 'cpu', '--no-cuda-graphs', '-m', fixtureDir('llama-bf16'), '--tokens', prompt.ids.join(','), '-n', '24']);
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stdout).toBe(`${prompt.greedy.join(' ')}\n`);
+  });
+
   describe('Ctrl-C', () => {
     let dir: string;
     beforeAll(() => {
@@ -327,7 +337,7 @@ describe('usage, help and errors', () => {
     const ran = await cli([...command, '--help']);
     expect(ran.code).toBe(0);
     expect(ran.stdout).toContain(`Usage: vtengine ${command.join(' ')}`.trimEnd());
-    if (command[0] === 'run') for (const flag of ['--model', '--max-tokens', '--temperature', '--top-k', '--top-p', '--min-p', '--seed', '--device', '--threads', '--max-context', '--json', '--tokens', '--quiet', '--echo', '--no-echo', '--stop', '--repetition-penalty']) expect(ran.stdout).toContain(flag);
+    if (command[0] === 'run') for (const flag of ['--model', '--max-tokens', '--temperature', '--top-k', '--top-p', '--min-p', '--seed', '--device', '--threads', '--max-context', '--json', '--tokens', '--quiet', '--echo', '--no-echo', '--stop', '--repetition-penalty', '--no-cuda-graphs']) expect(ran.stdout).toContain(flag);
     if (command[0] === 'chat') expect(ran.stdout).toContain('--system');
   });
 
