@@ -1,17 +1,20 @@
 // Entry points of the attention family:
 //   vt_paged_attention_<act>_d<32 * VPL>: grid (n_heads, T), block 128; head_dim <= 32 * VPL
 //   vt_kv_store_<act>: grid (T), block 128.
+//   vt_attention_split_<act>_d<32 * VPL>, vt_attention_split_bf16_mma_hd<HD>: split-K decode attention
+//     (attention_split.cuh), grid (T, n_kv_heads, n_splits), block 128, dynamic shared memory as said there.
 #include "attention.cuh"
+#include "attention_split.cuh"
 
 using namespace vtk;
 
 #define VT_ATTENTION(SUFFIX, T, VPL)                                                                        \
   extern "C" __global__ void __launch_bounds__(kAttnWarps * 32) vt_paged_attention_##SUFFIX##_d##VPL(        \
-      const T *q, const T *k_cache, const T *v_cache, const int32_t *seq_q_start, const int32_t *seq_pos0,   \
-      const int32_t *block_tables, int n_seqs, int max_blocks, int block_size, int n_heads, int n_kv_heads,  \
-      int head_dim, float scale, T *out) {                                                                  \
-    paged_attention_row<T, VPL>(q, k_cache, v_cache, seq_q_start, seq_pos0, block_tables, n_seqs, max_blocks, \
-                                block_size, n_heads, n_kv_heads, head_dim, scale, out);                     \
+      const T *q, long long q_row_stride, const T *k_cache, const T *v_cache, const int32_t *seq_q_start,     \
+      const int32_t *seq_pos0, const int32_t *block_tables, int n_seqs, int max_blocks, int block_size,       \
+      int n_heads, int n_kv_heads, int head_dim, float scale, T *out) {                                      \
+    paged_attention_row<T, VPL>(q, q_row_stride, k_cache, v_cache, seq_q_start, seq_pos0, block_tables,     \
+                                n_seqs, max_blocks, block_size, n_heads, n_kv_heads, head_dim, scale, out); \
   }
 #define VT_KV_STORE(SUFFIX, T)                                                                              \
   extern "C" __global__ void __launch_bounds__(128) vt_kv_store_##SUFFIX(                                    \
@@ -26,3 +29,25 @@ VT_ATTENTION(bf16, bf16, 4)
 VT_ATTENTION(bf16, bf16, 8)
 VT_KV_STORE(f32, float)
 VT_KV_STORE(bf16, bf16)
+
+#define VT_ATTENTION_SPLIT(NAME, T, VPL, MMA_HD, MIN_BLOCKS)                                                 \
+  extern "C" __global__ void __launch_bounds__(kSplitWarps * 32, MIN_BLOCKS) NAME(                           \
+      const T *q, long long q_row_stride, const T *k_cache, const T *v_cache, const int32_t *seq_q_start,     \
+      const int32_t *seq_pos0, const int32_t *block_tables, int n_seqs, int max_blocks, int block_size,       \
+      int n_heads, int n_kv_heads, int head_dim, float scale, int n_splits, unsigned *tickets, float *part_ml, \
+      float *part_acc, T *out) {                                                                             \
+    attention_split<T, VPL, MMA_HD>(q, q_row_stride, k_cache, v_cache, seq_q_start, seq_pos0, block_tables,   \
+                                    n_seqs, max_blocks, block_size, n_heads, n_kv_heads, head_dim, scale,     \
+                                    n_splits, tickets, part_ml, part_acc, out);                              \
+  }
+
+// CUDA cores, head_dim up to 32 * VPL; tensor cores (bf16) for head_dim exactly HD. MIN_BLOCKS 1 lifts
+// ptxas's default register cap (96 at hd 128), under which the value loads of a step cannot all be in
+// flight with the key loads (q 16 + acc 32 + loads 64 registers at hd 128).
+VT_ATTENTION_SPLIT(vt_attention_split_f32_d4, float, 4, 0, 2)
+VT_ATTENTION_SPLIT(vt_attention_split_f32_d8, float, 8, 0, 2)
+VT_ATTENTION_SPLIT(vt_attention_split_bf16_d4, bf16, 4, 0, 2)
+VT_ATTENTION_SPLIT(vt_attention_split_bf16_d8, bf16, 8, 0, 2)
+VT_ATTENTION_SPLIT(vt_attention_split_bf16_mma_hd64, bf16, 0, 64, 1)
+VT_ATTENTION_SPLIT(vt_attention_split_bf16_mma_hd128, bf16, 0, 128, 1)
+VT_ATTENTION_SPLIT(vt_attention_split_bf16_mma_hd256, bf16, 0, 256, 1)

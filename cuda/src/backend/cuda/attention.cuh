@@ -12,7 +12,8 @@
 // lane at d0 == head_dim, and heads of the last kv head came out NaN from the poisoned next slot.) The warps'
 // states are merged through shared memory at the end. No split over the context yet, and each head of a GQA
 // group reads the shared kv head itself (from L2): both are later increments.
-// Any T works (prefill rows too), so this is also a correct, slow prefill path.
+// Any T works (prefill rows too), so this is also a correct, slow prefill path. q rows are q_row_stride
+// elements apart (a fused qkv buffer works).
 //
 // kv_store: cache[slot[t]] = k[t], v[t] for every token with slot[t] >= 0 (negative: padding, skipped).
 #pragma once
@@ -25,7 +26,8 @@ constexpr int kAttnWarps = 4;
 constexpr int kKeysPerWarp = 4;
 
 template <class T, int VPL>
-__device__ __forceinline__ void paged_attention_row(const T *__restrict__ q, const T *__restrict__ k_cache,
+__device__ __forceinline__ void paged_attention_row(const T *__restrict__ q, long long q_row_stride,
+                                                    const T *__restrict__ k_cache,
                                                     const T *__restrict__ v_cache, const int32_t *__restrict__ seq_q_start,
                                                     const int32_t *__restrict__ seq_pos0,
                                                     const int32_t *__restrict__ block_tables, int n_seqs,
@@ -48,7 +50,7 @@ __device__ __forceinline__ void paged_attention_row(const T *__restrict__ q, con
   const int64_t slot_stride = int64_t(n_kv_heads) * head_dim;
 
   float qv[VPL], acc[VPL];
-  const T *qh = q + (int64_t(row) * n_heads + h) * head_dim;
+  const T *qh = q + int64_t(row) * q_row_stride + int64_t(h) * head_dim;
 #pragma unroll
   for (int i = 0; i < VPL; ++i) {
     const int d = lane + 32 * i;
