@@ -3,6 +3,14 @@
 // attention for reference. Each figure is the median of many launches, each bracketed by its own pair of CUDA
 // events, all enqueued back to back. Weights are random bf16 (never zeros: they can run faster than real data),
 // rotated over enough copies that each launch streams from DRAM rather than the 60 MB L2.
+// Every decode product of Qwen3-8B and Qwen3-0.6B (fused q|k|v and gate|up) and the fused SwiGLU product.
+// Also the decode step's rope + KV store in one launch (next to the three it replaces) and greedy sampling on
+// the GPU (argmax + logprob over 151,936 fp32 logits per row).
+// Split-K decode attention (attention_decode) on Qwen3-8B's and 0.6B's shapes, K and V read from DRAM.
+// Prefill-shaped bf16 products go in a second table, in TFLOP/s: cuBLASLt (when the machine has it) on
+// Qwen3-8B's shapes, and our tiled gemm on one of them for comparison.
+// Prefill attention (tensor cores; and the CUDA-core kernel once, for comparison) goes in a third, in TFLOP/s of
+// causal work.
 //
 //   bench/cuda-ops [--reps N]      prints a table; exit 0 when it ran, 1 on a CUDA error, 0 + "skipped" without CUDA
 // Built by `scripts/gpu-check.sh prepare`; run by `scripts/gpu-check.sh` on the GPU machine.
@@ -15,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/cublaslt.h"
 #include "backend/cuda/cuda_ops.h"
 
 using namespace vt;
@@ -29,6 +38,13 @@ struct Row {
   double us, bytes;  // median time per launch, bytes that must move per launch
 };
 std::vector<Row> g_rows;
+
+// Compute-bound products: figures in TFLOP/s rather than GB/s.
+struct FlopRow {
+  std::string op, shape;
+  double us, flops;  // median time per launch, 2·M·N·K
+};
+std::vector<FlopRow> g_flop_rows;
 
 // Fills `bytes` of device memory with pseudo-random bf16 in [-1, 1): one random 64 MiB tile from the host,
 // repeated with device copies.
@@ -96,6 +112,26 @@ void bench_gemv(Context &ctx, Stream &s, Ops &ops, int64_t M, int64_t K, int64_t
   (void)ctx;
 }
 
+// SwiGLU's gated product over one gate_up(2I, K) matrix: y(M, I) = silu(x · gateᵀ) ⊙ (x · upᵀ), bf16 in and out,
+// the weights rotated over >= 1 GiB of copies as for bench_gemv.
+void bench_gemv_swiglu(Stream &s, Ops &ops, int64_t M, int64_t K, int64_t I, const char *what) {
+  const size_t wbytes = size_t(2 * I * K * 2);
+  const int copies = int(std::max<size_t>(2, (size_t(1) << 30) / wbytes + 1));
+  std::vector<DeviceBuffer> w;
+  for (int c = 0; c < copies; ++c) {
+    w.emplace_back(wbytes);
+    fill_random(s, w.back(), uint64_t(c + 1));
+  }
+  DeviceBuffer x(size_t(M * K * 2)), y(size_t(M * I * 2));
+  fill_random(s, x, 99);
+  const double us = median_us(s, [&](int i) {
+    ops.gemv_swiglu(s.get(), x.ptr(), M, K, w[size_t(i % copies)].ptr(), I, y.ptr());
+  });
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "M=%lld K=%lld I=%lld", (long long)M, (long long)K, (long long)I);
+  g_rows.push_back({what, shape, us, double(wbytes) + double(M * K * 2) + double(M * I * 2)});
+}
+
 void bench_attention(Stream &s, Ops &ops, int32_t batch, int32_t ctx_len) {
   const int32_t n_heads = 32, n_kv = 8, hd = 128, bs = 16;
   const int32_t blocks_per_seq = (ctx_len + bs - 1) / bs, n_blocks = batch * blocks_per_seq;
@@ -118,6 +154,147 @@ void bench_attention(Stream &s, Ops &ops, int32_t batch, int32_t ctx_len) {
   char shape[96];
   std::snprintf(shape, sizeof shape, "batch %d x ctx %d, 32/8 heads x 128", batch, ctx_len);
   g_rows.push_back({"paged attention decode bf16", shape, us, double(cache_bytes)});
+}
+
+// Split-K decode attention (attention_decode) at head_dim 128, blocks of 16, every row at ctx_len keys, under a
+// max_keys bound of ctx_len or (the captured-graph case) `bound`. Bytes: the K and V rows read. The caches are
+// rotated over enough copies (one buffer each for K and V) that every launch reads from DRAM, not L2.
+void bench_attention_decode(Stream &s, Ops &ops, int32_t n_heads, int32_t n_kv, int32_t batch, int32_t ctx_len,
+                            int32_t bound = 0) {
+  const int32_t hd = 128, bs = 16;
+  const int32_t blocks_per_seq = (ctx_len + bs - 1) / bs, n_blocks = batch * blocks_per_seq;
+  const size_t cache_bytes = size_t(n_blocks) * bs * n_kv * hd * 2;
+  const size_t copies = std::max<size_t>(2, (size_t(512) << 20) / cache_bytes + 1);
+  DeviceBuffer kc(copies * cache_bytes), vc(copies * cache_bytes), q(size_t(batch) * n_heads * hd * 2), out(q.bytes());
+  fill_random(s, kc, 27);
+  fill_random(s, vc, 28);
+  fill_random(s, q, 29);
+  std::vector<int32_t> q_start(size_t(batch) + 1), pos0(size_t(batch), ctx_len - 1), tables(static_cast<size_t>(n_blocks));
+  for (int32_t i = 0; i <= batch; ++i) q_start[size_t(i)] = i;
+  for (int32_t i = 0; i < n_blocks; ++i) tables[size_t(i)] = int32_t((int64_t(i) * 7919) % n_blocks);  // scattered
+  DeviceBuffer dq(q_start.size() * 4), dp(pos0.size() * 4), dt(tables.size() * 4);
+  dq.upload(s.get(), q_start.data(), dq.bytes());
+  dp.upload(s.get(), pos0.data(), dp.bytes());
+  dt.upload(s.get(), tables.data(), dt.bytes());
+  DeviceAttentionBatch b{batch, dq.ptr(), dp.ptr(), dt.ptr(), blocks_per_seq, bs};
+  const int32_t max_keys = bound ? bound : ctx_len;
+  const size_t ws_bytes = ops.attention_workspace_bytes(batch, n_heads, n_kv, hd, max_keys);
+  DeviceBuffer ws(ws_bytes);
+  ws.fill_bytes(s.get(), 0);  // the tickets start at zero; every call leaves them so
+  const float scale = 1.0f / std::sqrt(float(hd));
+  const double us = median_us(s, [&](int i) {
+    const CUdeviceptr off = CUdeviceptr((size_t(i) % copies) * cache_bytes);
+    ops.attention_decode(s.get(), q.ptr(), 0, kc.ptr() + off, vc.ptr() + off, b, batch, n_heads, n_kv, hd, scale,
+                         max_keys, ws.ptr(), ws_bytes, out.ptr());
+  });
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "b%d x ctx %d, %d/%dx128, %d splits%s", batch, ctx_len, n_heads, n_kv,
+                ops.attention_splits(batch, n_kv, max_keys), bound ? ", bound 40k" : "");
+  const double kv_bytes = 2.0 * double(batch) * ctx_len * n_kv * hd * 2;
+  g_rows.push_back({"attention_decode bf16", shape, us, kv_bytes});
+}
+
+// Prefill attention, Qwen3-8B's shape (32 q heads, 8 kv heads, head_dim 128, blocks of 16): one sequence of
+// `rows` rows from position 0, on tensor cores (attention_prefill) or, for comparison, through the CUDA-core
+// kernel (attention). FLOPs count the causal work only: 2 · 2 · heads · head_dim per (row, visible key) pair.
+std::vector<FlopRow> g_attention_rows;
+void bench_attention_prefill(Stream &s, Ops &ops, int32_t rows, bool tensor_cores) {
+  const int32_t n_heads = 32, n_kv = 8, hd = 128, bs = 16;
+  const int32_t n_blocks = (rows + bs - 1) / bs;
+  const size_t cache_bytes = size_t(n_blocks) * bs * n_kv * hd * 2;
+  DeviceBuffer kc(cache_bytes), vc(cache_bytes), q(size_t(rows) * n_heads * hd * 2), out(q.bytes());
+  fill_random(s, kc, 17);
+  fill_random(s, vc, 18);
+  fill_random(s, q, 19);
+  std::vector<int32_t> q_start = {0, rows}, pos0 = {0}, tables(static_cast<size_t>(n_blocks)), tiles;
+  for (int32_t i = 0; i < n_blocks; ++i) tables[size_t(i)] = int32_t((int64_t(i) * 7919) % n_blocks);  // scattered
+  const int32_t n_tiles = Ops::prefill_tiles(q_start.data(), 1, &tiles, pos0.data());
+  DeviceBuffer dq(q_start.size() * 4), dp(pos0.size() * 4), dt(tables.size() * 4), dtiles(tiles.size() * 4);
+  dq.upload(s.get(), q_start.data(), dq.bytes());
+  dp.upload(s.get(), pos0.data(), dp.bytes());
+  dt.upload(s.get(), tables.data(), dt.bytes());
+  dtiles.upload(s.get(), tiles.data(), dtiles.bytes());
+  DeviceAttentionBatch b{1, dq.ptr(), dp.ptr(), dt.ptr(), n_blocks, bs};
+  const float scale = 1.0f / std::sqrt(float(hd));
+  const double us = median_us(s, [&](int) {
+    if (tensor_cores)
+      ops.attention_prefill(s.get(), q.ptr(), 0, kc.ptr(), vc.ptr(), b, rows, n_heads, n_kv, hd, scale, dtiles.ptr(),
+                            n_tiles, out.ptr());
+    else
+      ops.attention(s.get(), q.ptr(), kc.ptr(), vc.ptr(), b, rows, n_heads, n_kv, hd, scale, out.ptr());
+  });
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "%d rows from 0, 32/8 heads x 128", rows);
+  g_attention_rows.push_back({tensor_cores ? "prefill bf16, tensor cores" : "prefill bf16, CUDA-core kernel", shape,
+                              us, 4.0 * n_heads * hd * double(rows) * (double(rows) + 1) / 2});
+}
+
+// y(M, N) = x(M, K) · w(N, K)ᵀ, bf16 in and out: through cuBLASLt, or through our tiled gemm when lt is null.
+// Each weight matrix is larger than L2 or the product is compute-bound, so one copy of w is enough.
+void bench_product(Stream &s, Ops &ops, CublasLt *lt, int64_t M, int64_t K, int64_t N, const char *what) {
+  DeviceBuffer w(size_t(N * K * 2)), x(size_t(M * K * 2)), y(size_t(M * N * 2));
+  fill_random(s, w, 5);
+  fill_random(s, x, 6);
+  const double us = median_us(s, [&](int) {
+    if (lt) lt->matmul(s.get(), x.ptr(), M, K, w.ptr(), N, y.ptr(), false);
+    else ops.gemm(s.get(), x.ptr(), M, K, w.ptr(), DType::BF16, N, 0, y.ptr());
+  });
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "M=%lld K=%lld N=%lld", (long long)M, (long long)K, (long long)N);
+  g_flop_rows.push_back({what, shape, us, 2.0 * double(M) * double(N) * double(K)});
+}
+
+// One layer's rope + KV store for T tokens, Qwen3-8B's shape (32 q heads, 8 kv heads, head_dim 128, q/k
+// norms): rope_store over a fused qkv, or the three launches it replaces (rope on q, rope on k, kv_store from
+// separate k and v). Bytes: qkv read, its q and k heads written back, k and v written to the cache.
+void bench_rope_store(Stream &s, Ops &ops, int64_t T, bool fused) {
+  const int32_t n_heads = 32, n_kv = 8, hd = 128;
+  const int64_t width = int64_t(n_heads + 2 * n_kv) * hd, kvw = int64_t(n_kv) * hd, n_slots = 4096;
+  DeviceBuffer qkv(size_t(T * width * 2)), k(size_t(T * kvw * 2)), v(k.bytes()), kc(size_t(n_slots * kvw * 2)),
+      vc(kc.bytes());
+  fill_random(s, qkv, 21);
+  fill_random(s, k, 22);
+  fill_random(s, v, 23);
+  std::vector<int32_t> pos(static_cast<size_t>(T)), slot(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) pos[size_t(t)] = int32_t(1000 + t), slot[size_t(t)] = int32_t((t * 7919) % n_slots);
+  std::vector<float> inv_freq(size_t(hd / 2)), norm(size_t(hd), 1.f);
+  for (int i = 0; i < hd / 2; ++i) inv_freq[size_t(i)] = float(std::pow(1e6, -2.0 * i / hd));
+  DeviceBuffer dpos(pos.size() * 4), dslot(slot.size() * 4), dfreq(inv_freq.size() * 4), dnorm(norm.size() * 4);
+  dpos.upload(s.get(), pos.data(), dpos.bytes());
+  dslot.upload(s.get(), slot.data(), dslot.bytes());
+  dfreq.upload(s.get(), inv_freq.data(), dfreq.bytes());
+  dnorm.upload(s.get(), norm.data(), dnorm.bytes());
+  const double us = median_us(s, [&](int) {
+    if (fused) {
+      ops.rope_store(s.get(), qkv.ptr(), T, n_heads, n_kv, hd, dpos.ptr(), dfreq.ptr(), 1.f, dnorm.ptr(), dnorm.ptr(),
+                     1e-6f, dslot.ptr(), kc.ptr(), vc.ptr());
+    } else {
+      ops.rope(s.get(), qkv.ptr(), T, n_heads, hd, width, dpos.ptr(), dfreq.ptr(), 1.f, dnorm.ptr(), 1e-6f);
+      ops.rope(s.get(), qkv.ptr() + CUdeviceptr(n_heads * hd * 2), T, n_kv, hd, width, dpos.ptr(), dfreq.ptr(), 1.f,
+               dnorm.ptr(), 1e-6f);
+      ops.kv_store(s.get(), k.ptr(), v.ptr(), T, n_kv, hd, dslot.ptr(), kc.ptr(), vc.ptr());
+    }
+  });
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "T=%lld, 32/8 heads x 128, qk norm", (long long)T);
+  g_rows.push_back({fused ? "rope_store bf16" : "rope+rope+kv_store, 3 launches", shape, us,
+                    double(T) * double(width + (n_heads + n_kv) * hd + 2 * kvw) * 2});
+}
+
+// Greedy sampling (argmax + its logprob) over n rows of Qwen3's 151,936 fp32 logits, rotated over >= 1 GiB of
+// copies so each launch reads from DRAM (right after the lm_head, small batches' logits may still be in L2).
+void bench_argmax(Stream &s, Ops &ops, int64_t n) {
+  const int64_t vocab = 151936;
+  const size_t bytes = size_t(n * vocab * 4);
+  const int copies = int(std::max<size_t>(2, (size_t(1) << 30) / bytes + 1));
+  DeviceBuffer logits(bytes * size_t(copies)), ids(size_t(n * 4)), lps(size_t(n * 4));
+  fill_random(s, logits, 31);
+  const double us = median_us(s, [&](int i) {
+    ops.argmax(s.get(), logits.ptr() + CUdeviceptr(size_t(i % copies) * bytes), n, vocab, 0, ids.ptr(), lps.ptr());
+  });
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "n=%lld x vocab %lld, fp32", (long long)n, (long long)vocab);
+  g_rows.push_back({"argmax + logprob (greedy)", shape, us, double(bytes)});
 }
 
 }  // namespace
@@ -143,14 +320,68 @@ int main(int argc, char **argv) {
     bench_gemv(ctx, s, ops, 1, 4096, 151936, true, "gemv bf16 -> f32 (lm_head)");
     bench_gemv(ctx, s, ops, 4, 4096, 12288, false, "gemv bf16, 4 rows");
     bench_gemv(ctx, s, ops, 8, 4096, 12288, false, "gemv bf16, 8 rows");
+    // Qwen3-8B's and Qwen3-0.6B's decode products, q|k|v and gate|up fused as the engine stores them (the 8B
+    // lm_head is the row above); gate_up also as the fused SwiGLU product, and at 8 rows
+    bench_gemv(ctx, s, ops, 1, 4096, 6144, false, "gemv 8B qkv");
+    bench_gemv(ctx, s, ops, 1, 4096, 4096, false, "gemv 8B o_proj");
+    bench_gemv(ctx, s, ops, 1, 4096, 24576, false, "gemv 8B gate_up");
+    bench_gemv_swiglu(s, ops, 1, 4096, 12288, "gemv_swiglu 8B gate_up");
+    bench_gemv(ctx, s, ops, 1, 12288, 4096, false, "gemv 8B down_proj");
+    bench_gemv(ctx, s, ops, 8, 4096, 24576, false, "gemv 8B gate_up, 8 rows");
+    bench_gemv_swiglu(s, ops, 8, 4096, 12288, "gemv_swiglu 8B gate_up, 8 rows");
+    bench_gemv(ctx, s, ops, 1, 1024, 4096, false, "gemv 0.6B qkv");
+    bench_gemv(ctx, s, ops, 1, 2048, 1024, false, "gemv 0.6B o_proj");
+    bench_gemv(ctx, s, ops, 1, 1024, 6144, false, "gemv 0.6B gate_up");
+    bench_gemv_swiglu(s, ops, 1, 1024, 3072, "gemv_swiglu 0.6B gate_up");
+    bench_gemv(ctx, s, ops, 1, 3072, 1024, false, "gemv 0.6B down_proj");
+    bench_gemv(ctx, s, ops, 1, 1024, 151936, true, "gemv 0.6B lm_head -> f32");
     bench_attention(s, ops, 1, 4096);
     bench_attention(s, ops, 32, 4096);
+    // split-K decode attention: Qwen3-8B (32/8 heads) and Qwen3-0.6B (16/8) shapes; GB/s counts K and V
+    bench_attention_decode(s, ops, 32, 8, 1, 384);
+    bench_attention_decode(s, ops, 32, 8, 1, 384, 40960);
+    bench_attention_decode(s, ops, 32, 8, 1, 4096);
+    bench_attention_decode(s, ops, 32, 8, 32, 4096);
+    bench_attention_decode(s, ops, 32, 8, 128, 384);
+    bench_attention_decode(s, ops, 16, 8, 1, 384);
+    bench_rope_store(s, ops, 1, true);
+    bench_rope_store(s, ops, 1, false);
+    bench_rope_store(s, ops, 128, true);
+    bench_rope_store(s, ops, 128, false);
+    bench_argmax(s, ops, 1);
+    bench_argmax(s, ops, 128);
+    bench_attention_prefill(s, ops, 2048, true);
+    bench_attention_prefill(s, ops, 8192, true);
+    bench_attention_prefill(s, ops, 2048, false);
+    // Qwen3-8B prefill of 2048 tokens (qkv, o_proj, gate_up, down_proj) and a batch-128 decode's gate_up
+    CublasLt lt(ctx);
+    if (lt.available()) {
+      bench_product(s, ops, &lt, 2048, 4096, 6144, "cuBLASLt bf16 (qkv)");
+      bench_product(s, ops, nullptr, 2048, 4096, 6144, "tiled gemm bf16 (qkv)");
+      bench_product(s, ops, &lt, 2048, 4096, 4096, "cuBLASLt bf16 (o_proj)");
+      bench_product(s, ops, &lt, 2048, 4096, 24576, "cuBLASLt bf16 (gate_up)");
+      bench_product(s, ops, &lt, 2048, 12288, 4096, "cuBLASLt bf16 (down_proj)");
+      bench_product(s, ops, &lt, 128, 4096, 24576, "cuBLASLt bf16, 128 rows (gate_up)");
+    } else {
+      std::printf("cuBLASLt products skipped: %s\n", lt.reason().c_str());
+    }
     ctx.synchronize();
 
     std::printf("\n%-30s %-36s %10s %9s %8s\n", "op", "shape", "median us", "GB/s", "of copy");
     for (const Row &r : g_rows) {
       const double gbs = r.bytes / r.us * 1e-3;
       std::printf("%-30s %-36s %10.1f %9.0f %7.1f%%\n", r.op.c_str(), r.shape.c_str(), r.us, gbs, 100.0 * gbs / copy_gbs);
+    }
+    if (!g_flop_rows.empty()) {
+      std::printf("\n%-34s %-32s %10s %9s   (cuBLASLt %lld, %s)\n", "product", "shape", "median us", "TFLOP/s",
+                  (long long)lt.version(), lt.library().c_str());
+      for (const FlopRow &r : g_flop_rows)
+        std::printf("%-34s %-32s %10.1f %9.1f\n", r.op.c_str(), r.shape.c_str(), r.us, r.flops / r.us * 1e-6);
+    }
+    if (!g_attention_rows.empty()) {
+      std::printf("\n%-34s %-32s %10s %9s\n", "attention (causal FLOPs)", "shape", "median us", "TFLOP/s");
+      for (const FlopRow &r : g_attention_rows)
+        std::printf("%-34s %-32s %10.1f %9.1f\n", r.op.c_str(), r.shape.c_str(), r.us, r.flops / r.us * 1e-6);
     }
   } catch (const std::exception &e) {
     std::printf("bench failed: %s\n", e.what());

@@ -27,7 +27,9 @@
 #include "check.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/cuda/cublaslt.h"
 #include "backend/cuda/cuda_ops.h"
+#include "sampling.h"
 #include "status.h"
 
 using namespace vt;
@@ -428,6 +430,135 @@ void test_gemv(Env &env, cuda::Ops &ops) {
     }
 }
 
+// n bf16 weights uniform in [-1, 1) (to 2^-15), four from each 64-bit draw: fast enough for an lm_head's 600 M.
+std::vector<uint16_t> rand_bf16_weights(size_t n) {
+  std::vector<uint16_t> w(n);
+  for (size_t i = 0; i < n; i += 4) {
+    uint64_t r = g_rng();
+    for (size_t j = i; j < std::min(n, i + 4); ++j, r >>= 16)
+      w[j] = to_bf16(float(int32_t(r & 0xffff) - 32768) / 32768.f);
+  }
+  return w;
+}
+
+// Each of the M rows of a batched result (got, M × n_out) against the same op on that row of x alone, bit for
+// bit: a sequence's activations and logits must not depend on what else is in the batch. run_row(m, out)
+// launches the op for row m alone into out (n_out elements in yact).
+template <class F>
+bool rows_match_alone(const std::vector<float> &got, int64_t M, int64_t n_out, Act yact, F run_row, std::string *why) {
+  for (int64_t m = 0; m < M; ++m) {
+    Dev one = poisoned(size_t(n_out), yact);
+    run_row(m, one.ptr());
+    bool guard = false;
+    const auto alone = download(one, &guard);  // waits for the stream
+    const std::vector<float> batched(got.begin() + m * n_out, got.begin() + (m + 1) * n_out);
+    if (!close(alone, batched, 0, guard, why)) return *why = fmt("row %lld alone vs in the batch: ", (long long)m) + *why, false;
+  }
+  return true;
+}
+
+// Qwen3-8B's and Qwen3-0.6B's decode products, q|k|v and gate|up fused as the engine stores them, at M = 1, 3
+// (launches of 2 + 1 rows) and 8, each against the CPU and each row of a batch against itself alone. The qkv
+// shapes carry a bias (Qwen2's); the lm_head runs as the engine calls it, fp32 x and logits.
+void test_gemv_decode_shapes(Env &env, cuda::Ops &ops) {
+  const Act act = ops.act();
+  struct Shape { const char *name; int64_t K, N; };
+  const Shape shapes[] = {{"8B qkv", 4096, 6144},         {"8B o_proj", 4096, 4096},     {"8B gate_up", 4096, 24576},
+                          {"8B down_proj", 12288, 4096},  {"8B lm_head", 4096, 151936},  {"0.6B qkv", 1024, 4096},
+                          {"0.6B o_proj", 2048, 1024},    {"0.6B gate_up", 1024, 6144},  {"0.6B down_proj", 3072, 1024},
+                          {"0.6B lm_head", 1024, 151936}};
+  for (const Shape &sh : shapes) {
+    if (g_small && sh.K * sh.N > (1 << 22)) continue;
+    const bool lm_head = std::strstr(sh.name, "lm_head") != nullptr, qkv = std::strstr(sh.name, "qkv") != nullptr;
+    const std::vector<uint16_t> w = rand_bf16_weights(size_t(sh.N * sh.K));
+    const std::vector<float> b = rand_act(size_t(sh.N), Act::F32);
+    DeviceBuffer dw = upload_raw(w), db = upload_raw(b);
+    const Act xyact = lm_head ? Act::F32 : act;  // x's and y's type
+    for (int64_t M : {1, 3, 8})
+      check_case(env,
+                 fmt("gemv[%s] %s M %lld K %lld N %lld%s", cuda::act_name(act), sh.name, (long long)M, (long long)sh.K,
+                     (long long)sh.N, qkv ? " +bias" : lm_head ? " x, y f32" : ""),
+                 [&](std::string &why) {
+                   const auto x = rand_act(size_t(M * sh.K), xyact);
+                   Dev dx = upload_act(x, xyact);
+                   Dev y = poisoned(size_t(M * sh.N), xyact);
+                   const CUdeviceptr bias = qkv ? db.ptr() : 0;
+                   ops.gemv(env.stream.get(), dx.ptr(), M, sh.K, dw.ptr(), sh.N, bias, y.ptr(), lm_head, lm_head);
+                   env.stream.synchronize();
+                   std::vector<float> ref(size_t(M * sh.N));
+                   cpu::matmul(env.pool, x.data(), M, sh.K, w.data(), DType::BF16, sh.N, qkv ? b.data() : nullptr,
+                               ref.data());
+                   bool guard = false;
+                   const auto got = download(y, &guard);  // before close() reads guard
+                   if (!close(got, ref, tol_for(xyact), guard, &why)) return false;
+                   const int64_t xs = int64_t(cuda::act_size(xyact));
+                   return M == 1 || rows_match_alone(got, M, sh.N, xyact, [&](int64_t m, CUdeviceptr row) {
+                            ops.gemv(env.stream.get(), dx.ptr() + CUdeviceptr(m * sh.K * xs), 1, sh.K, dw.ptr(), sh.N,
+                                     bias, row, lm_head, lm_head);
+                          }, &why);
+                 });
+  }
+}
+
+// gemv_swiglu against the CPU: cpu::matmul over the whole gate_up(2I, K) matrix, then silu(gate) * up in
+// double. Shapes from one unit to Qwen3-8B's and 0.6B's MLPs, M up to 16 (launches of 8 + 4 + 1 rows for 13),
+// K not a multiple of 8 or x one element in (the scalar path). Also: silu(gate) * up computed on the CPU from
+// gemv's fp32 sums over the same matrix agrees to expf's rounding (fp32) or the output's (bf16), which pins
+// gate to rows [0, I) and up to [I, 2I) exactly as gemv reads them; and each row of a batch is bit for bit
+// the row alone.
+void test_gemv_swiglu(Env &env, cuda::Ops &ops) {
+  const Act act = ops.act();
+  const int64_t es = int64_t(cuda::act_size(act));
+  struct Shape { int64_t M, K, I; };
+  const Shape shapes[] = {{1, 64, 1},     {1, 4096, 37},   {3, 1000, 33},   {8, 1024, 257},    {5, 520, 130},
+                          {2, 67, 13},    {13, 256, 67},   {1, 8, 2048},    {16, 136, 9},      {1, 4104, 5},
+                          {1, 1024, 3072}, {8, 1024, 3072}, {1, 4096, 12288}, {3, 4096, 12288}, {8, 4096, 12288}};
+  for (const Shape &sh : shapes)
+    for (int misaligned = 0; misaligned < (sh.K % 8 == 0 && sh.M == 1 ? 2 : 1); ++misaligned) {
+      if (g_small && 2 * sh.I * sh.K > (1 << 22)) continue;
+      check_case(env,
+                 fmt("gemv_swiglu[%s] M %lld K %lld I %lld%s", cuda::act_name(act), (long long)sh.M, (long long)sh.K,
+                     (long long)sh.I, misaligned ? " x misaligned" : ""),
+                 [&](std::string &why) {
+                   const int64_t M = sh.M, K = sh.K, I = sh.I, off = misaligned ? 1 : 0;
+                   const auto x = rand_act(size_t(M * K) + 8, act);
+                   const auto w = rand_bf16_weights(size_t(2 * I * K));
+                   Dev dx = upload_act(x, act);
+                   DeviceBuffer dw = upload_raw(w);
+                   Dev y = poisoned(size_t(M * I), act);
+                   const CUdeviceptr xp = dx.ptr() + CUdeviceptr(off * es);
+                   ops.gemv_swiglu(env.stream.get(), xp, M, K, dw.ptr(), I, y.ptr());
+                   env.stream.synchronize();
+                   std::vector<float> gu(size_t(M * 2 * I)), ref(size_t(M * I));
+                   cpu::matmul(env.pool, x.data() + off, M, K, w.data(), DType::BF16, 2 * I, nullptr, gu.data());
+                   for (int64_t m = 0; m < M; ++m)
+                     for (int64_t i = 0; i < I; ++i) {
+                       const double g = gu[size_t(m * 2 * I + i)], u = gu[size_t(m * 2 * I + I + i)];
+                       ref[size_t(m * I + i)] = float(g / (1 + std::exp(-g)) * u);
+                     }
+                   bool guard = false;
+                   const auto got = download(y, &guard);  // before close() reads guard
+                   if (!close(got, ref, tol_for(act), guard, &why)) return false;
+
+                   Dev sums = poisoned(size_t(M * 2 * I), Act::F32);
+                   ops.gemv(env.stream.get(), xp, M, K, dw.ptr(), 2 * I, 0, sums.ptr(), /*y_f32=*/true);
+                   const auto gs = download(sums);
+                   std::vector<float> from_gemv(size_t(M * I));
+                   for (int64_t m = 0; m < M; ++m)
+                     for (int64_t i = 0; i < I; ++i) {
+                       const float g = gs[size_t(m * 2 * I + i)], u = gs[size_t(m * 2 * I + I + i)];
+                       from_gemv[size_t(m * I + i)] = g / (1.f + std::exp(-g)) * u;
+                     }
+                   if (!close(got, from_gemv, act == Act::F32 ? 1e-6 : 4e-3, true, &why))
+                     return why = "vs silu * up of gemv's sums: " + why, false;
+
+                   return M == 1 || rows_match_alone(got, M, I, act, [&](int64_t m, CUdeviceptr row) {
+                            ops.gemv_swiglu(env.stream.get(), xp + CUdeviceptr(m * K * es), 1, K, dw.ptr(), I, row);
+                          }, &why);
+                 });
+    }
+}
+
 void test_kv_store(Env &env, cuda::Ops &ops) {
   const Act act = ops.act();
   for (int32_t n_kv : {1, 8})
@@ -450,6 +581,255 @@ void test_kv_store(Env &env, cuda::Ops &ops) {
         if (!close(download(kc), kref, 0, true, &why)) return why = "k: " + why, false;
         return close(download(vc), vref, 0, true, &why);
       });
+}
+
+// The cache rows named by slot[] (each row_elems wide) against ref within tol; every other row and the guard
+// must still hold the poison bytes (0xff) they started with.
+bool check_cache(const Dev &c, const std::vector<float> &ref, const std::vector<int32_t> &slot, int64_t row_elems,
+                 double tol, std::string *why) {
+  const size_t es = cuda::act_size(c.act), rows = c.n / size_t(row_elems), row_bytes = size_t(row_elems) * es;
+  std::vector<uint8_t> raw((c.n + c.guard) * es);
+  c.buf.download(g_stream, raw.data(), raw.size());
+  std::vector<char> written(rows, 0);
+  for (int32_t s : slot)
+    if (s >= 0) written[size_t(s)] = 1;
+  auto poisoned_at = [&](size_t from, size_t to) {
+    return std::all_of(raw.begin() + long(from), raw.begin() + long(to), [](uint8_t b) { return b == 0xff; });
+  };
+  bool guard = poisoned_at(rows * row_bytes, raw.size());
+  for (size_t r = 0; r < rows; ++r)
+    if (!written[r] && !poisoned_at(r * row_bytes, (r + 1) * row_bytes)) {
+      *why = "cache row " + std::to_string(r) + " was not in slot[] but was written";
+      return false;
+    }
+  const std::vector<float> all = download(c);
+  std::vector<float> got, want;
+  for (size_t r = 0; r < rows; ++r)
+    if (written[r]) {
+      got.insert(got.end(), all.begin() + long(r * size_t(row_elems)), all.begin() + long((r + 1) * size_t(row_elems)));
+      want.insert(want.end(), ref.begin() + long(r * size_t(row_elems)), ref.begin() + long((r + 1) * size_t(row_elems)));
+    }
+  return close(got, want, tol, guard, why);
+}
+
+// rope_store on a fused qkv(T, (heads + 2 kv) * head_dim) against the three ops it replaces: on the CPU (the
+// Qwen3 norms, cpu::rope on the q and on the k heads, cpu::kv_store), within the mode's tolerance; and on the
+// GPU (rope on the q heads, rope on the k heads, the cache rows then being those k and v), bit for bit, as both
+// share rope_head(). Positions up to ~33,000, random cache slots among spares, padding tokens (slot -1) whose
+// rows must stay unwritten like every other spare row of the poisoned caches.
+void test_rope_store(Env &env, cuda::Ops &ops) {
+  const Act act = ops.act();
+  const size_t es = cuda::act_size(act);
+  struct Shape { int32_t heads, kv, hd; };
+  const Shape shapes[] = {{16, 8, 64}, {16, 8, 128}, {32, 8, 64}, {32, 8, 128}, {4, 4, 64},
+                          {4, 4, 128}, {5, 1, 80},   {6, 2, 256}, {3, 1, 6}};
+  const float eps = 1e-6f;
+  for (const Shape &sh : shapes)
+    for (int64_t T : {1, 7, 300})
+      for (int norm = 0; norm < 2; ++norm) {
+        if (g_small && T > 7) continue;
+        const float attn_scale = T == 7 ? 1.2f : 1.0f;
+        const bool pad_single = T == 1 && norm && sh.kv == 8;  // a lone padding token stores nothing
+        check_case(
+            env,
+            fmt("rope_store[%s] T %lld heads %d kv_heads %d head_dim %d%s%s%s", cuda::act_name(act), (long long)T,
+                sh.heads, sh.kv, sh.hd, norm ? " +qk_norm" : "", attn_scale != 1.0f ? " attn_scale 1.2" : "",
+                pad_single ? " padding" : ""),
+            [&](std::string &why) {
+              const int64_t width = int64_t(sh.heads + 2 * sh.kv) * sh.hd, qw = int64_t(sh.heads) * sh.hd,
+                            kvw = int64_t(sh.kv) * sh.hd, n_slots = T + T / 2 + 8;
+              auto qkv = rand_act(size_t(T * width), act, -2, 2);
+              std::vector<int32_t> perm(static_cast<size_t>(n_slots)), pos(static_cast<size_t>(T)),
+                  slot(static_cast<size_t>(T));
+              std::iota(perm.begin(), perm.end(), 0);
+              std::shuffle(perm.begin(), perm.end(), g_rng);
+              for (int64_t t = 0; t < T; ++t) {
+                pos[size_t(t)] = int32_t(below(2) ? 28000 + below(5000) : below(64));
+                slot[size_t(t)] = below(4) == 0 ? -1 : perm[size_t(t)];
+              }
+              if (T > 1) slot[size_t(T / 2)] = -1;
+              if (T == 1) slot[0] = pad_single ? -1 : perm[0];
+              auto inv_freq = inv_freq_table(sh.hd, 1e6);
+              auto qn = rand_weight(size_t(sh.hd)), kn = rand_weight(size_t(sh.hd));
+              Dev dqkv = upload_act(qkv, act, 64), gqkv = upload_act(qkv, act, 64);
+              Dev kc = poisoned(size_t(n_slots * kvw), act), vc = poisoned(size_t(n_slots * kvw), act);
+              DeviceBuffer dpos = upload_raw(pos), dslot = upload_raw(slot), dfreq = upload_raw(inv_freq),
+                           dqn = upload_raw(qn), dkn = upload_raw(kn);
+              const CUdeviceptr qnp = norm ? dqn.ptr() : 0, knp = norm ? dkn.ptr() : 0;
+              ops.rope_store(env.stream.get(), dqkv.ptr(), T, sh.heads, sh.kv, sh.hd, dpos.ptr(), dfreq.ptr(),
+                             attn_scale, qnp, knp, eps, dslot.ptr(), kc.ptr(), vc.ptr());
+              ops.rope(env.stream.get(), gqkv.ptr(), T, sh.heads, sh.hd, width, dpos.ptr(), dfreq.ptr(), attn_scale,
+                       qnp, eps);
+              ops.rope(env.stream.get(), gqkv.ptr() + CUdeviceptr(qw * int64_t(es)), T, sh.kv, sh.hd, width,
+                       dpos.ptr(), dfreq.ptr(), attn_scale, knp, eps);
+              env.stream.synchronize();
+
+              // the CPU's three ops on the q, k and v parts taken apart, then put back together
+              std::vector<float> q(size_t(T * qw)), k(size_t(T * kvw)), v(size_t(T * kvw));
+              for (int64_t t = 0; t < T; ++t) {
+                const auto r = qkv.begin() + t * width;
+                std::copy_n(r, qw, q.begin() + t * qw);
+                std::copy_n(r + qw, kvw, k.begin() + t * kvw);
+                std::copy_n(r + qw + kvw, kvw, v.begin() + t * kvw);
+              }
+              if (norm) {
+                cpu::rmsnorm(env.pool, q.data(), T * sh.heads, sh.hd, qn.data(), eps);
+                cpu::rmsnorm(env.pool, k.data(), T * sh.kv, sh.hd, kn.data(), eps);
+              }
+              cpu::rope(env.pool, q.data(), T, sh.heads, sh.hd, pos.data(), inv_freq.data(), attn_scale);
+              cpu::rope(env.pool, k.data(), T, sh.kv, sh.hd, pos.data(), inv_freq.data(), attn_scale);
+              auto ref = qkv;
+              for (int64_t t = 0; t < T; ++t) {
+                std::copy_n(q.begin() + t * qw, qw, ref.begin() + t * width);
+                std::copy_n(k.begin() + t * kvw, kvw, ref.begin() + t * width + qw);
+              }
+              std::vector<float> kref(size_t(n_slots * kvw), NAN), vref = kref;
+              cpu::kv_store(k.data(), v.data(), T, sh.kv, sh.hd, slot.data(), kref.data(), vref.data());
+              bool guard = false;
+              const auto got = download(dqkv, &guard);  // before close() reads guard
+              if (!close(got, ref, tol_for(act), guard, &why)) return why = "qkv vs CPU: " + why, false;
+              if (!check_cache(kc, kref, slot, kvw, tol_for(act), &why)) return why = "k cache vs CPU: " + why, false;
+              if (!check_cache(vc, vref, slot, kvw, 0, &why)) return why = "v cache vs CPU: " + why, false;
+
+              // the GPU's rope + rope + kv_store: the same bits
+              const auto gref = download(gqkv);
+              if (!close(got, gref, 0, true, &why)) return why = "qkv vs GPU rope: " + why, false;
+              std::vector<float> gk(size_t(T * kvw)), gv(size_t(T * kvw));
+              for (int64_t t = 0; t < T; ++t) {
+                std::copy_n(gref.begin() + t * width + qw, kvw, gk.begin() + t * kvw);
+                std::copy_n(gref.begin() + t * width + qw + kvw, kvw, gv.begin() + t * kvw);
+              }
+              std::vector<float> gkc(size_t(n_slots * kvw), NAN), gvc = gkc;
+              cpu::kv_store(gk.data(), gv.data(), T, sh.kv, sh.hd, slot.data(), gkc.data(), gvc.data());
+              if (!check_cache(kc, gkc, slot, kvw, 0, &why)) return why = "k cache vs GPU rope: " + why, false;
+              return true;
+            });
+      }
+}
+
+// One row of logits of the given kind (0-7), the cases greedy sampling must get right: flat and wide
+// values, exact ties (among many equal integers, planted at random ids, at neighbours and at the last id), -inf
+// entries, NaN entries (never the max, no probability), rows of only -inf and NaN, +inf entries, one
+// dominant value.
+void fill_logits_row(float *x, int32_t vocab, int kind) {
+  const float inf = INFINITY;
+  for (int32_t i = 0; i < vocab; ++i) {
+    switch (kind) {
+      case 0: x[i] = float(uni(-1, 1)); break;
+      case 1: x[i] = float(uni(-30, 30)); break;
+      case 2: x[i] = float(below(17) - 8); break;
+      case 5: x[i] = below(8) == 0 ? NAN : -inf; break;
+      default: x[i] = float(uni(-5, 5));
+    }
+    if ((kind == 3 || kind == 6) && below(10) == 0) x[i] = -inf;
+    if ((kind == 4 || kind == 6) && below(10) == 0) x[i] = NAN;
+  }
+  auto plant = [&](float value) {  // the same value at several ids, the lowest of which must win
+    for (int32_t id : {int32_t(below(vocab)), int32_t(below(vocab)), vocab - 1}) {
+      x[id] = value;
+      if (id + 1 < vocab) x[id + 1] = value;
+    }
+  };
+  if (kind == 3 || kind == 4) plant(7.5f);
+  if (kind == 4) x[0] = NAN;
+  if (kind == 6) plant(inf);
+  if (kind == 7) x[below(vocab)] = 40.f;
+}
+
+struct Greedy {
+  int32_t id;
+  double logprob;
+};
+
+// The sampler's greedy rules, in double: the first largest value (NaN never wins); only -inf/NaN: id 0 and
+// all tie; +inf entries share all the probability; otherwise -log(sum over non-NaN of exp(x - max)).
+Greedy greedy_ref(const float *x, int32_t vocab) {
+  float m = -INFINITY;
+  int32_t id = 0;
+  for (int32_t i = 0; i < vocab; ++i)
+    if (x[i] > m) m = x[i], id = i;
+  if (m == -INFINITY) return {0, -std::log(double(vocab))};
+  double s = 0;
+  for (int32_t i = 0; i < vocab; ++i) {
+    if (m == INFINITY) s += x[i] == INFINITY ? 1 : 0;
+    else if (!std::isnan(x[i])) s += std::exp(double(x[i]) - double(m));
+  }
+  return {id, -std::log(s)};
+}
+
+// argmax + logprob per row against greedy_ref and against the CPU sampler itself (vt::sample, temperature 0,
+// one logprob), within 1e-5. Rows ld elements apart, the gap and a tail past the last row filled with 1e30
+// (it wins if read); variants take the 16-byte path (row starts aligned) and the scalar one (ld % 4 != 0, or
+// the logits one element into the buffer). Outputs poisoned, with a guard.
+void test_argmax(Env &env, cuda::Ops &ops) {
+  struct Variant { int32_t ld_extra, offset; };
+  const Variant variants[] = {{0, 0}, {3, 0}, {4, 0}, {64, 1}};
+  SamplerScratch scratch;
+  Rng rng(1);
+  SamplingParams greedy;
+  greedy.logprobs = 1;
+  for (int32_t vocab : {151936, 1000, 33})
+    for (int64_t n : {1, 5, 128})
+      for (const Variant &var : variants) {
+        if (g_small && vocab * n > 1000000) continue;
+        const int64_t ld = vocab + var.ld_extra;
+        check_case(env,
+                   fmt("argmax n %lld vocab %d ld %lld%s", (long long)n, vocab, (long long)ld,
+                       var.offset ? " (logits misaligned)" : ""),
+                   [&](std::string &why) {
+                     const int kind0 = int(below(8));  // rows cycle through the kinds from a random start
+                     std::vector<float> host(size_t(var.offset + n * ld + 64), 1e30f);
+                     float *rows = host.data() + var.offset;
+                     for (int64_t r = 0; r < n; ++r) fill_logits_row(rows + r * ld, vocab, int((kind0 + r) % 8));
+                     DeviceBuffer dl = upload_raw(host);
+                     const size_t guard = 16;
+                     DeviceBuffer ids(size_t(n + guard) * 4), lps(size_t(n + guard) * 4);
+                     ids.fill_bytes(env.stream.get(), 0xff);
+                     lps.fill_bytes(env.stream.get(), 0xff);
+                     ops.argmax(env.stream.get(), dl.ptr() + CUdeviceptr(var.offset * 4), n, vocab, ld, ids.ptr(),
+                                lps.ptr());
+                     env.stream.synchronize();
+                     std::vector<int32_t> got_id(size_t(n + guard));
+                     std::vector<float> got_lp(size_t(n + guard));
+                     ids.download(env.stream.get(), got_id.data(), ids.bytes());
+                     lps.download(env.stream.get(), got_lp.data(), lps.bytes());
+                     for (size_t i = size_t(n); i < size_t(n + guard); ++i) {
+                       uint32_t bits;
+                       std::memcpy(&bits, &got_lp[i], 4);
+                       if (got_id[i] != -1 || bits != 0xffffffffu) return why = "wrote past the end of the output", false;
+                     }
+                     for (int64_t r = 0; r < n; ++r) {
+                       const float *x = rows + r * ld;
+                       const Greedy ref = greedy_ref(x, vocab);
+                       const SampleResult cpu = sample(x, vocab, greedy, rng, scratch);
+                       const int32_t id = got_id[size_t(r)];
+                       const float lp = got_lp[size_t(r)];
+                       const int kind = int((kind0 + r) % 8);
+                       if (id != ref.id || id != cpu.token) {
+                         why = fmt("row %lld (kind %d): id %d, want %d (CPU sampler %d)", (long long)r, kind, id, ref.id,
+                                   cpu.token);
+                         return false;
+                       }
+                       if (!(std::fabs(lp - ref.logprob) <= 1e-5 && std::fabs(lp - double(cpu.logprob)) <= 1e-5)) {
+                         why = fmt("row %lld (kind %d): logprob %.9g, want %.9g (CPU sampler %.9g)", (long long)r, kind,
+                                   double(lp), ref.logprob, double(cpu.logprob));
+                         return false;
+                       }
+                     }
+                     // without logprobs (out_logprobs 0): the same ids
+                     ids.fill_bytes(env.stream.get(), 0xff);
+                     ops.argmax(env.stream.get(), dl.ptr() + CUdeviceptr(var.offset * 4), n, vocab, ld, ids.ptr(), 0);
+                     env.stream.synchronize();
+                     std::vector<int32_t> again(size_t(n + guard));
+                     ids.download(env.stream.get(), again.data(), ids.bytes());
+                     for (int64_t r = 0; r < n; ++r)
+                       if (again[size_t(r)] != got_id[size_t(r)])
+                         return why = fmt("row %lld: id %d without logprobs, %d with", (long long)r, again[size_t(r)],
+                                          got_id[size_t(r)]),
+                                false;
+                     return true;
+                   });
+      }
 }
 
 // One attention case: sequences given as (query rows, first query position).
@@ -534,6 +914,465 @@ void test_attention(Env &env, cuda::Ops &ops) {
   test_attention_case(env, ops, 8, 1, 128, 256, {{1, 32767}}, "long context 32k, big blocks");
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// Split-K decode attention (attention_split.cuh) against cpu::attention: the same ragged batches over shuffled
+// block tables with every slot outside the batch's keys NaN, a NaN-poisoned output with a guard, and a workspace
+// whose scratch part is NaN (only the tickets zero), so a partial the merge reads without its block having
+// written it shows. Each case runs twice on the same workspace: the tickets must be back at zero after each
+// call and the second output bitwise equal to the first (the merge order is fixed). The split count follows
+// from the GPU's SM count, so a batch of a few rows runs most rows in several splits (batch 1 at 4096 keys:
+// 32 on an H200) and a batch of 64 in one.
+
+struct DecodeCase {
+  int32_t max_keys_extra = 0;  // max_keys = the longest row + this (the graph case: a bound, not the length)
+  int32_t max_keys_cut = 0;    // max_keys = the longest row - this (past the contract's bound: still right)
+  int64_t q_pad = 0;           // extra (NaN) elements per q row, as q inside a fused qkv buffer
+  int64_t cache_offset = 0;    // caches start this many elements into their buffers (misaligned when odd)
+};
+
+void test_attention_decode_case(Env &env, cuda::Ops &ops, int32_t n_heads, int32_t n_kv, int32_t hd, int32_t bs,
+                                const std::vector<std::pair<int32_t, int32_t>> &seqs, const char *label,
+                                DecodeCase opt = {}) {
+  const Act act = ops.act();
+  const int32_t n_seqs = int32_t(seqs.size());
+  std::vector<int32_t> q_start(size_t(n_seqs) + 1, 0), pos0(static_cast<size_t>(n_seqs));
+  int32_t max_blocks = 1, total_blocks = 0, longest = 1;
+  for (int32_t s = 0; s < n_seqs; ++s) {
+    q_start[size_t(s) + 1] = q_start[size_t(s)] + seqs[size_t(s)].first;
+    pos0[size_t(s)] = seqs[size_t(s)].second;
+    const int32_t n_keys = seqs[size_t(s)].second + seqs[size_t(s)].first;
+    max_blocks = std::max(max_blocks, (n_keys + bs - 1) / bs);
+    total_blocks += (n_keys + bs - 1) / bs;
+    if (seqs[size_t(s)].first > 0) longest = std::max(longest, n_keys);
+  }
+  const int32_t T = q_start.back();
+  const int32_t max_keys = std::max(1, longest + opt.max_keys_extra - opt.max_keys_cut);
+  const int32_t splits = ops.attention_splits(T, n_kv, max_keys);
+  check_case(env,
+             fmt("attention_decode[%s] %s heads %d kv_heads %d head_dim %d block %d seqs %zu max_keys %d splits %d%s%s",
+                 cuda::act_name(act), label, n_heads, n_kv, hd, bs, seqs.size(), max_keys, splits,
+                 opt.q_pad ? " strided q" : "", opt.cache_offset ? " offset caches" : ""),
+             [&](std::string &why) {
+               const int32_t n_blocks = total_blocks + 3;  // spares, never handed out: NaN throughout
+               std::vector<int32_t> perm(static_cast<size_t>(n_blocks));
+               std::iota(perm.begin(), perm.end(), 0);
+               std::shuffle(perm.begin(), perm.end(), g_rng);
+               std::vector<int32_t> tables(size_t(n_seqs) * size_t(max_blocks), -1);
+               const int64_t row = int64_t(n_kv) * hd;
+               std::vector<float> kc(size_t(n_blocks) * size_t(bs) * size_t(row), NAN), vc = kc;
+               int32_t next = 0;
+               for (int32_t s = 0; s < n_seqs; ++s) {
+                 const int32_t n_keys = seqs[size_t(s)].second + seqs[size_t(s)].first;
+                 for (int32_t b = 0; b < (n_keys + bs - 1) / bs; ++b) tables[size_t(s * max_blocks + b)] = perm[size_t(next++)];
+                 for (int32_t p = 0; p < n_keys; ++p) {
+                   const int64_t slot = int64_t(tables[size_t(s * max_blocks + p / bs)]) * bs + p % bs;
+                   auto kr = rand_act(size_t(row), act, -2, 2), vr = rand_act(size_t(row), act, -1, 1);
+                   std::copy(kr.begin(), kr.end(), kc.begin() + slot * row);
+                   std::copy(vr.begin(), vr.end(), vc.begin() + slot * row);
+                 }
+               }
+               const int64_t width = int64_t(n_heads) * hd, stride = width + opt.q_pad;
+               auto q = rand_act(size_t(T) * size_t(width), act, -2, 2);
+               std::vector<float> q_rows(size_t(T) * size_t(stride), NAN);  // columns past the heads: not to be read
+               for (int32_t t = 0; t < T; ++t) std::copy_n(q.begin() + t * width, width, q_rows.begin() + t * stride);
+               const float scale = 1.0f / std::sqrt(float(hd));
+               std::vector<float> kc_dev(size_t(opt.cache_offset), NAN), vc_dev = kc_dev;
+               kc_dev.insert(kc_dev.end(), kc.begin(), kc.end());
+               vc_dev.insert(vc_dev.end(), vc.begin(), vc.end());
+
+               Dev dq = upload_act(q_rows, act), dk = upload_act(kc_dev, act), dv = upload_act(vc_dev, act);
+               DeviceBuffer dstart = upload_raw(q_start), dpos = upload_raw(pos0), dtab = upload_raw(tables);
+               const size_t ws_bytes = ops.attention_workspace_bytes(T, n_heads, n_kv, hd, max_keys);
+               const size_t ticket_bytes = size_t(T) * size_t(n_kv) * 4;
+               if ((splits == 1) != (ws_bytes == 0) || (ws_bytes && ws_bytes < ticket_bytes))
+                 return why = fmt("workspace of %zu bytes for %d splits", ws_bytes, splits), false;
+               std::vector<uint8_t> ws_init(ws_bytes, 0xff);  // scratch NaN, tickets zero
+               std::fill_n(ws_init.begin(), std::min(ticket_bytes, ws_bytes), uint8_t(0));
+               DeviceBuffer ws = upload_raw(ws_init);  // one byte when ws_bytes is 0; then the op gets 0
+               const CUdeviceptr ws_ptr = ws_bytes ? ws.ptr() : 0;
+               const CUdeviceptr off = CUdeviceptr(opt.cache_offset * int64_t(cuda::act_size(act)));
+               cuda::DeviceAttentionBatch db{n_seqs, dstart.ptr(), dpos.ptr(), dtab.ptr(), max_blocks, bs};
+
+               cpu::AttentionBatch cb{n_seqs, q_start.data(), pos0.data(), tables.data(), max_blocks, bs};
+               std::vector<float> ref(q.size());
+               cpu::attention(env.pool, q.data(), kc.data(), vc.data(), cb, n_heads, n_kv, hd, scale, ref.data());
+
+               std::vector<float> first;
+               for (int run = 0; run < 2; ++run) {
+                 Dev out = poisoned(q.size(), act);
+                 ops.attention_decode(env.stream.get(), dq.ptr(), opt.q_pad ? stride : 0, dk.ptr() + off,
+                                      dv.ptr() + off, db, T, n_heads, n_kv, hd, scale, max_keys, ws_ptr, ws_bytes,
+                                      out.ptr());
+                 env.stream.synchronize();
+                 if (ws_bytes) {
+                   std::vector<uint32_t> tickets(size_t(T) * size_t(n_kv));
+                   ws.download(env.stream.get(), tickets.data(), ticket_bytes);
+                   if (!std::all_of(tickets.begin(), tickets.end(), [](uint32_t x) { return x == 0; }))
+                     return why = fmt("run %d left a ticket non-zero", run + 1), false;
+                 }
+                 bool guard = false;
+                 const auto got = download(out, &guard);  // before close() reads guard
+                 if (run == 1) {
+                   if (!guard) return why = "run 2 wrote past the end of the output", false;
+                   return std::memcmp(got.data(), first.data(), got.size() * sizeof(float)) == 0 ||
+                          (why = "a second run on the same workspace gave different bits", false);
+                 }
+                 // fp32: sums over thousands of keys in different orders, an error that scales with the values
+                 // summed (|v| < 1), not with the result (~1/sqrt(keys)); bf16 stays within its rounding, the
+                 // probabilities' rounding to bf16 on tensor cores included (~2^-9 |v| / sqrt(keys))
+                 if (!close(got, ref, tol_for(act), guard, &why, act == Act::F32 ? 0.05 : 0)) return false;
+                 first = got;
+               }
+               return true;
+             });
+}
+
+void test_attention_decode(Env &env, cuda::Ops &ops) {
+  // one decode row per context, around block boundaries and long: most run in several splits
+  std::vector<int32_t> contexts = {1, 15, 16, 17, 384};
+  if (!g_small) contexts.push_back(4096);
+  std::vector<std::pair<int32_t, int32_t>> decode;
+  for (int32_t c : contexts) decode.push_back({1, c - 1});
+  std::shuffle(decode.begin(), decode.end(), g_rng);
+  // GQA 1, 2, 4, 8; head dims on tensor cores (64, 128, 256 in bf16) and off them (80, and everything in fp32)
+  struct Heads {
+    int32_t n_heads, n_kv;
+  };
+  for (Heads hh : {Heads{8, 8}, Heads{16, 8}, Heads{32, 8}, Heads{32, 4}})
+    for (int32_t hd : {64, 128, 256, 80})
+      test_attention_decode_case(env, ops, hh.n_heads, hh.n_kv, hd, 16, decode, "decode ragged");
+  test_attention_decode_case(env, ops, 12, 4, 64, 16, decode, "decode ragged, GQA 3");
+  test_attention_decode_case(env, ops, 6, 3, 70, 5, decode, "head_dim not a multiple of 4, odd block");
+  test_attention_decode_case(env, ops, 4, 1, 128, 7, decode, "odd block");
+  test_attention_decode_case(env, ops, 2, 2, 16, 1, {{1, 0}, {1, 1}, {1, 2}, {1, 40}}, "block size 1");
+  // batch 1: the most splits
+  for (int32_t c : contexts) {
+    test_attention_decode_case(env, ops, 32, 8, 128, 16, {{1, c - 1}}, "batch 1");
+    test_attention_decode_case(env, ops, 16, 8, 128, 16, {{1, c - 1}}, "batch 1");
+  }
+  for (int32_t c : {63, 64, 65, 128, 129, 1000})  // split lengths are multiples of 64 keys
+    test_attention_decode_case(env, ops, 32, 8, 128, 32, {{1, c - 1}}, "batch 1, split boundaries");
+  // a captured graph's bound: max_keys far above the rows; and a bound the rows exceed
+  test_attention_decode_case(env, ops, 32, 8, 128, 16, {{1, 383}, {1, 16}}, "graph bound", {40960 - 384});
+  test_attention_decode_case(env, ops, 32, 8, 64, 16, decode, "graph bound", {40960});
+  test_attention_decode_case(env, ops, 32, 8, 128, 16, decode, "bound below the rows", {0, 300});
+  // q inside a fused qkv buffer; caches at misaligned addresses (bf16: off the tensor-core path)
+  test_attention_decode_case(env, ops, 32, 8, 128, 16, decode, "fused qkv", {0, 0, 2 * 8 * 128});
+  test_attention_decode_case(env, ops, 16, 2, 64, 16, decode, "fused qkv", {0, 0, 2 * 2 * 64 + 8});
+  test_attention_decode_case(env, ops, 32, 8, 128, 16, decode, "misaligned caches", {0, 0, 0, 1});
+  test_attention_decode_case(env, ops, 16, 8, 64, 16, decode, "aligned cache offset", {0, 0, 0, 8});
+  // prefill rows (causal inside the chunk) next to decodes, in several splits and in one
+  test_attention_decode_case(env, ops, 8, 2, 64, 16, {{5, 0}, {1, 13}, {20, 6}, {1, 0}, {33, 31}, {40, 100}},
+                             "mixed prefill/decode");
+  test_attention_decode_case(env, ops, 32, 8, 128, 16, {{3, 500}, {1, 1000}, {2, 62}, {1, 0}}, "mixed prefill/decode");
+  if (g_small) return;
+  test_attention_decode_case(env, ops, 32, 8, 128, 16, {{5, 0}, {1, 13}, {20, 6}, {1, 4000}, {33, 31}, {40, 100}},
+                             "mixed prefill/decode");
+  // a batch of 64 (one split each, no workspace) and of 4 (several)
+  std::vector<std::pair<int32_t, int32_t>> big, four;
+  for (int i = 0; i < 64; ++i) big.push_back({1, int32_t(below(3000))});
+  for (int i = 0; i < 4; ++i) four.push_back({1, int32_t(below(5000))});
+  test_attention_decode_case(env, ops, 32, 8, 128, 16, big, "64 random decodes");
+  test_attention_decode_case(env, ops, 32, 8, 128, 16, four, "4 random decodes");
+  test_attention_decode_case(env, ops, 16, 8, 128, 16, four, "4 random decodes");
+  // long contexts
+  test_attention_decode_case(env, ops, 32, 8, 128, 16, {{1, 16383}, {1, 8191}}, "long context");
+  test_attention_decode_case(env, ops, 8, 1, 128, 256, {{1, 32767}}, "long context 32k, big blocks");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Prefill attention on tensor cores (attention_prefill.cuh; bf16 activations, head_dim 64 and 128) against
+// cpu::attention on the same bf16 values: paged caches with shuffled block tables and every slot outside the
+// batch's keys NaN, q optionally read from wider rows (as inside a fused qkv buffer) whose other columns are NaN,
+// a poisoned output with a guard. Also checks that prefill_tiles covers every row once, inside its sequence.
+
+// One case: sequences given as (query rows, first query position); q_pad extra elements per q row (0: none).
+// uniform: q = 0, so every visible key gets probability exactly 1 (2^0, exact in bf16) and the result is the mean
+// of the visible values with nothing rounded before P·V: held to the plain bf16 bound, this sees one key too
+// many or too few in rows of hundreds, which the random cases' looser bound (below) may not.
+void test_attention_prefill_case(Env &env, cuda::Ops &ops, int32_t n_heads, int32_t n_kv, int32_t hd, int32_t bs,
+                                 const std::vector<std::pair<int32_t, int32_t>> &seqs, int64_t q_pad,
+                                 const char *label, bool uniform = false) {
+  const Act act = Act::BF16;
+  check_case(env,
+             fmt("attention_prefill[bf16] %s heads %d kv_heads %d head_dim %d block %d seqs %zu%s%s", label, n_heads,
+                 n_kv, hd, bs, seqs.size(), q_pad ? " strided q" : "", uniform ? " uniform (q = 0)" : ""),
+             [&](std::string &why) {
+               const int32_t n_seqs = int32_t(seqs.size());
+               std::vector<int32_t> q_start(size_t(n_seqs) + 1, 0), pos0(static_cast<size_t>(n_seqs));
+               int32_t max_blocks = 1, total_blocks = 0;
+               for (int32_t s = 0; s < n_seqs; ++s) {
+                 q_start[size_t(s) + 1] = q_start[size_t(s)] + seqs[size_t(s)].first;
+                 pos0[size_t(s)] = seqs[size_t(s)].second;
+                 const int32_t nb = (seqs[size_t(s)].second + seqs[size_t(s)].first + bs - 1) / bs;
+                 max_blocks = std::max(max_blocks, nb);
+                 total_blocks += nb;
+               }
+               const int32_t T = q_start.back();
+               const int32_t n_blocks = total_blocks + 3;  // spares, never handed out: NaN throughout
+               std::vector<int32_t> perm(static_cast<size_t>(n_blocks));
+               std::iota(perm.begin(), perm.end(), 0);
+               std::shuffle(perm.begin(), perm.end(), g_rng);
+               std::vector<int32_t> tables(size_t(n_seqs) * size_t(max_blocks), -1);
+               const int64_t row = int64_t(n_kv) * hd;
+               std::vector<float> kc(size_t(n_blocks) * size_t(bs) * size_t(row), NAN), vc = kc;
+               int32_t next = 0;
+               for (int32_t s = 0; s < n_seqs; ++s) {
+                 const int32_t n_keys = seqs[size_t(s)].second + seqs[size_t(s)].first;
+                 for (int32_t b = 0; b < (n_keys + bs - 1) / bs; ++b) tables[size_t(s * max_blocks + b)] = perm[size_t(next++)];
+                 for (int32_t p = 0; p < n_keys; ++p) {
+                   const int64_t slot = int64_t(tables[size_t(s * max_blocks + p / bs)]) * bs + p % bs;
+                   auto kr = rand_act(size_t(row), act, -2, 2), vr = rand_act(size_t(row), act, -1, 1);
+                   std::copy(kr.begin(), kr.end(), kc.begin() + slot * row);
+                   std::copy(vr.begin(), vr.end(), vc.begin() + slot * row);
+                 }
+               }
+               const int64_t width = int64_t(n_heads) * hd, stride = width + q_pad;
+               auto q = rand_act(size_t(T) * size_t(width), act, -2, 2);
+               if (uniform) std::fill(q.begin(), q.end(), 0.f);
+               std::vector<float> q_rows(size_t(T) * size_t(stride), NAN);  // columns past the heads: not to be read
+               for (int32_t t = 0; t < T; ++t) std::copy_n(q.begin() + t * width, width, q_rows.begin() + t * stride);
+               const float scale = 1.0f / std::sqrt(float(hd));
+
+               std::vector<int32_t> tiles;
+               const int32_t n_tiles = cuda::Ops::prefill_tiles(q_start.data(), n_seqs, &tiles, pos0.data());
+               std::vector<int> covered(static_cast<size_t>(T), 0);
+               if (tiles.size() != size_t(n_tiles) * 3) return why = "prefill_tiles: size mismatch", false;
+               for (int32_t i = 0; i < n_tiles; ++i) {
+                 const int32_t s = tiles[size_t(3 * i)], r0 = tiles[size_t(3 * i + 1)], n = tiles[size_t(3 * i + 2)];
+                 if (s < 0 || s >= n_seqs || n < 1 || n > cuda::Ops::kPrefillTileRows || r0 < q_start[size_t(s)] ||
+                     r0 + n > q_start[size_t(s) + 1])
+                   return why = fmt("prefill_tiles: bad tile (%d, %d, %d)", s, r0, n), false;
+                 for (int32_t r = r0; r < r0 + n; ++r) ++covered[size_t(r)];
+               }
+               if (!std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; }))
+                 return why = "prefill_tiles: a row not covered exactly once", false;
+
+               Dev dq = upload_act(q_rows, act), dk = upload_act(kc, act), dv = upload_act(vc, act);
+               DeviceBuffer dstart = upload_raw(q_start), dpos = upload_raw(pos0), dtab = upload_raw(tables);
+               DeviceBuffer dtiles = upload_raw(tiles);
+               Dev out = poisoned(q.size(), act);
+               cuda::DeviceAttentionBatch db{n_seqs, dstart.ptr(), dpos.ptr(), dtab.ptr(), max_blocks, bs};
+               ops.attention_prefill(env.stream.get(), dq.ptr(), q_pad ? stride : 0, dk.ptr(), dv.ptr(), db, T,
+                                     n_heads, n_kv, hd, scale, dtiles.ptr(), n_tiles, out.ptr());
+               env.stream.synchronize();
+
+               cpu::AttentionBatch cb{n_seqs, q_start.data(), pos0.data(), tables.data(), max_blocks, bs};
+               std::vector<float> ref(q.size());
+               cpu::attention(env.pool, q.data(), kc.data(), vc.data(), cb, n_heads, n_kv, hd, scale, ref.data());
+               bool guard = false;
+               // The probabilities are rounded to bf16 before P·V (the tensor cores' input, as in every flash
+               // attention): an error of ~2^-9 of the values summed (|v| < 1), whatever the result's size, which
+               // is what scale_floor is for. Without it, a float64 model of this kernel's rounding misses the
+               // 2048-row case by 1.4-1.5x (errors up to ~1e-3 where rms(ref) is ~0.07); with 0.25, 0.40-0.45 of
+               // the bound. A wrong key, row, head or mask still errs by far more.
+               const auto got = download(out, &guard);  // before close() reads guard
+               return close(got, ref, tol_for(act), guard, &why, uniform ? 0 : 0.25);
+             });
+}
+
+void test_attention_prefill(Env &env, cuda::Ops &ops) {
+  if (!ops.has_attention_prefill(64) || !ops.has_attention_prefill(128)) return;  // fp32 activations
+  // one sequence from position 0: a single row, under, exactly and just over one tile, several, many
+  for (int32_t rows : {1, 15, 64, 65, 200, 2048}) {
+    if (rows == 2048 && g_small) continue;
+    test_attention_prefill_case(env, ops, 32, 8, 128, 16, {{rows, 0}}, 0, "one sequence");
+    test_attention_prefill_case(env, ops, 16, 8, 64, 32, {{rows, 0}}, 0, "one sequence");
+  }
+  // chunked prefill: the earlier chunks' keys already in the cache
+  test_attention_prefill_case(env, ops, 32, 8, 128, 16, {{37, 100}}, 0, "chunked prefill");
+  test_attention_prefill_case(env, ops, 8, 8, 64, 32, {{37, 100}}, 2 * 8 * 64, "chunked prefill");
+  test_attention_prefill_case(env, ops, 32, 8, 128, 16, {{512, 512}}, 2 * 8 * 128, "chunked prefill");
+  test_attention_prefill_case(env, ops, 16, 8, 64, 32, {{512, 512}}, 0, "chunked prefill");
+  // ragged batches: prefill chunks of different lengths and positions next to a decode row
+  const std::vector<std::pair<int32_t, int32_t>> ragged = {{70, 0}, {1, 300}, {130, 17}, {64, 64}, {5, 1000}};
+  struct Heads {
+    int32_t n_heads, n_kv;
+  };
+  for (Heads hh : {Heads{32, 8}, Heads{16, 8}, Heads{8, 8}, Heads{28, 4}})
+    for (int32_t hd : {64, 128})
+      for (int32_t bs : {16, 32})
+        test_attention_prefill_case(env, ops, hh.n_heads, hh.n_kv, hd, bs, ragged,
+                                    (hd == 64) == (bs == 16) ? 2 * int64_t(hh.n_kv) * hd : 0, "ragged batch");
+  // first positions and lengths on and around key-tile (64) and block boundaries; an empty sequence; blocks of 8
+  test_attention_prefill_case(env, ops, 8, 2, 128, 16, {{64, 63}, {63, 1}, {129, 128}, {1, 64}, {2, 126}}, 0,
+                              "tile boundaries");
+  test_attention_prefill_case(env, ops, 4, 2, 64, 8, {{70, 0}, {0, 40}, {33, 5}, {1, 7}}, 0,
+                              "empty sequence, block 8");
+  // which keys each row sees, exactly (see uniform above)
+  test_attention_prefill_case(env, ops, 8, 2, 128, 16, {{64, 63}, {63, 1}, {129, 128}, {1, 64}, {2, 126}}, 0,
+                              "tile boundaries", true);
+  test_attention_prefill_case(env, ops, 8, 2, 64, 32, ragged, 2 * 2 * 64, "ragged batch", true);
+  test_attention_prefill_case(env, ops, 32, 8, 128, 16, {{512, 512}}, 0, "chunked prefill", true);
+  if (!g_small) test_attention_prefill_case(env, ops, 32, 8, 128, 16, {{2048, 0}}, 0, "one sequence", true);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// cuBLASLt (cublaslt.h): y = x·wᵀ (+ bias) against cpu::matmul on the same bf16 values, bf16 and fp32 outputs,
+// with and without the fp32 bias epilogue, odd shapes and misaligned pointers; then that it shares our context
+// (its work ordered with our copies on one stream) and that a product captured into a CUDA graph replays right.
+
+// Checks M x K x N in all four modes against one CPU reference. With `misaligned`, x and y start one element
+// into their buffers (2-byte aligned), and the element before y must stay poisoned.
+void test_cublaslt_shape(Env &env, cuda::CublasLt &lt, int64_t M, int64_t K, int64_t N, bool misaligned = false) {
+  const int64_t off = misaligned ? 1 : 0;
+  std::vector<float> x, b, ref, ref_b;
+  std::vector<uint16_t> w;
+  Dev dx;
+  DeviceBuffer dw, db;
+  try {
+    x = rand_act(size_t(M * K + off), Act::BF16);
+    w.resize(size_t(N * K));
+    for (auto &e : w) e = to_bf16(float(uni(-1, 1)));
+    b = rand_act(size_t(N), Act::F32);
+    dx = upload_act(x, Act::BF16);
+    dw = upload_raw(w);
+    db = upload_raw(b);
+    ref.resize(size_t(M * N));
+    cpu::matmul(env.pool, x.data() + off, M, K, w.data(), DType::BF16, N, nullptr, ref.data());
+    ref_b = ref;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) ref_b[size_t(m * N + n)] += b[size_t(n)];
+  } catch (const std::exception &e) {
+    record(false, fmt("cublaslt M %lld K %lld N %lld setup", (long long)M, (long long)K, (long long)N), e.what());
+    return;
+  }
+  for (int bias = 0; bias < 2; ++bias)
+    for (int y_f32 = 0; y_f32 < 2; ++y_f32)
+      check_case(env,
+                 fmt("cublaslt[bf16%s] M %lld K %lld N %lld%s%s", y_f32 ? "->f32" : "", (long long)M, (long long)K,
+                     (long long)N, bias ? " +bias" : "", misaligned ? " x,y misaligned" : ""),
+                 [&](std::string &why) {
+                   const Act yact = y_f32 ? Act::F32 : Act::BF16;
+                   const CUdeviceptr es = CUdeviceptr(cuda::act_size(yact));
+                   Dev y = poisoned(size_t(M * N + off), yact);
+                   lt.matmul(env.stream.get(), dx.ptr() + CUdeviceptr(off * 2), M, K, dw.ptr(), N,
+                             y.ptr() + CUdeviceptr(off) * es, y_f32 != 0, bias ? db.ptr() : 0);
+                   env.stream.synchronize();
+                   bool guard = false;
+                   auto got = download(y, &guard);  // before close() reads guard
+                   if (off) {
+                     if (!std::isnan(got[0])) return why = "wrote the element before y", false;
+                     got.erase(got.begin());
+                   }
+                   // fp32 output: only the summation order differs from the CPU's
+                   return close(got, bias ? ref_b : ref, y_f32 ? 1e-3 : tol_for(Act::BF16), guard, &why);
+                 });
+}
+
+// Captures one product (fp32 y + bias) into a CUDA graph in thread-local mode, as the engine does (an
+// allocation or synchronization inside matmul would invalidate the capture), then replays it over new x
+// written to the same address. warm: the shape runs once before; otherwise its first use (algorithm choice,
+// cuBLASLt's kernel loading) happens inside the capture, as it can in the engine's decode graphs.
+void test_cublaslt_graph(Env &env, cuda::CublasLt &lt, int64_t M, int64_t K, int64_t N, bool warm) {
+  const std::string name = fmt("cublaslt captured into a CUDA graph and replayed, M %lld K %lld N %lld%s",
+                               (long long)M, (long long)K, (long long)N, warm ? "" : " (first use inside the capture)");
+  check_case(env, name, [&](std::string &why) {
+    const cuda::Driver &d = cuda::driver();
+    const cuda::CUstream s = env.stream.get();
+    auto x = rand_act(size_t(M * K), Act::BF16);
+    std::vector<uint16_t> w(size_t(N * K));
+    for (auto &e : w) e = to_bf16(float(uni(-1, 1)));
+    auto b = rand_act(size_t(N), Act::F32);
+    Dev dx = upload_act(x, Act::BF16), y = poisoned(size_t(M * N), Act::F32);
+    DeviceBuffer dw = upload_raw(w), db = upload_raw(b);
+    if (warm) {
+      lt.matmul(s, dx.ptr(), M, K, dw.ptr(), N, y.ptr(), true, db.ptr());
+      env.stream.synchronize();
+    }
+    cuda::CUgraph g = nullptr;
+    cuda::CUgraphExec ge = nullptr;
+    struct Owned {
+      const cuda::Driver &d;
+      cuda::CUgraph &g;
+      cuda::CUgraphExec &ge;
+      ~Owned() {
+        if (ge) d.cuGraphExecDestroy(ge);
+        if (g) d.cuGraphDestroy(g);
+      }
+    } owned{d, g, ge};
+    cuda::check(d.cuStreamBeginCapture(s, cuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+    try {
+      lt.matmul(s, dx.ptr(), M, K, dw.ptr(), N, y.ptr(), true, db.ptr());
+    } catch (...) {
+      d.cuStreamEndCapture(s, &g);  // leave the stream usable
+      throw;
+    }
+    cuda::check(d.cuStreamEndCapture(s, &g), "cuStreamEndCapture");
+    cuda::check(d.cuGraphInstantiate(&ge, g, 0), "cuGraphInstantiate");
+    x = rand_act(size_t(M * K), Act::BF16);
+    const std::vector<uint8_t> xb = encode(x, Act::BF16);
+    dx.buf.upload(s, xb.data(), xb.size());
+    y.buf.fill_bytes(s, 0xff);
+    cuda::check(d.cuGraphLaunch(ge, s), "cuGraphLaunch");
+    env.stream.synchronize();
+    std::vector<float> ref(size_t(M * N));
+    cpu::matmul(env.pool, x.data(), M, K, w.data(), DType::BF16, N, b.data(), ref.data());
+    bool guard = false;
+    const auto got = download(y, &guard);
+    return close(got, ref, 1e-3, guard, &why);
+  });
+}
+
+void test_cublaslt(Env &env) {
+  const int before = g_passed + g_failed;
+  const cuda::Driver &d = cuda::driver();
+  cuda::CUcontext ours = nullptr, after = nullptr;
+  d.cuCtxGetCurrent(&ours);
+  cuda::CublasLt lt(env.ctx);
+  if (!lt.available()) {
+    std::printf("  cuBLASLt: skipped: %s\n", lt.reason().c_str());
+    return;
+  }
+  d.cuCtxGetCurrent(&after);
+  record(ours != nullptr && after == ours, "cuBLASLt leaves our (primary) context current");
+  record(lt.reason().empty() && lt.version() >= 120000, "cuBLASLt reports its version",
+         "version " + std::to_string(lt.version()));
+  // Before any other product, so that cuBLASLt's first kernel loads too happen inside the capture.
+  test_cublaslt_graph(env, lt, 40, 520, 200, false);
+
+  struct Shape { int64_t M, K, N; bool big; };
+  const Shape shapes[] = {{1, 64, 64, false},       {7, 136, 33, false},          {3, 67, 13, false},
+                          {16, 4096, 4096, false},  {128, 4096, 12288, false},    {2048, 4096, 6144, true},
+                          {300, 1024, 151936, true}, {33, 12288, 4096, false}};
+  for (const Shape &sh : shapes)
+    if (!g_small || !sh.big) test_cublaslt_shape(env, lt, sh.M, sh.K, sh.N);
+  test_cublaslt_shape(env, lt, 5, 520, 130, true);
+
+  bool threw = false;
+  try {
+    lt.matmul(env.stream.get(), 0, 4, 0, 0, 8, 0, false);
+  } catch (const Error &) {
+    threw = true;
+  }
+  record(threw, "cublaslt: K = 0 throws vt::Error");
+
+  // One stream, no host wait in between: our copy fills x (NaN until then), cuBLASLt multiplies, our copy takes
+  // y. Out of order, or in another context, the result would be NaN or garbage.
+  check_case(env, "cublaslt ordered with our own work on one stream", [&](std::string &why) {
+    const int64_t M = 64, K = 256, N = 96;
+    auto x = rand_act(size_t(M * K), Act::BF16);
+    std::vector<uint16_t> w(size_t(N * K));
+    for (auto &e : w) e = to_bf16(float(uni(-1, 1)));
+    Dev src = upload_act(x, Act::BF16), dx = poisoned(size_t(M * K), Act::BF16, 0);
+    Dev y = poisoned(size_t(M * N), Act::BF16, 0), ycopy = poisoned(size_t(M * N), Act::BF16);
+    DeviceBuffer dw = upload_raw(w);
+    cuda::check(d.cuMemcpyDtoDAsync(dx.ptr(), src.ptr(), size_t(M * K * 2), env.stream.get()), "cuMemcpyDtoDAsync");
+    lt.matmul(env.stream.get(), dx.ptr(), M, K, dw.ptr(), N, y.ptr(), false);
+    cuda::check(d.cuMemcpyDtoDAsync(ycopy.ptr(), y.ptr(), size_t(M * N * 2), env.stream.get()), "cuMemcpyDtoDAsync");
+    env.stream.synchronize();
+    std::vector<float> ref(size_t(M * N));
+    cpu::matmul(env.pool, x.data(), M, K, w.data(), DType::BF16, N, nullptr, ref.data());
+    bool guard = false;
+    const auto got = download(ycopy, &guard);
+    return close(got, ref, tol_for(Act::BF16), guard, &why);
+  });
+
+  test_cublaslt_graph(env, lt, 48, 512, 200, true);
+  std::printf("  cuBLASLt %lld (%s): %d checks\n", (long long)lt.version(), lt.library().c_str(),
+              g_passed + g_failed - before);
+}
+
 }  // namespace
 
 int main() {
@@ -556,6 +1395,7 @@ int main() {
     Env env{ctx, stream, pool};
     g_stream = stream.get();
     test_driver(env);
+    test_cublaslt(env);
     for (Act act : {Act::F32, Act::BF16}) {
       cuda::Ops ops(ctx, act);
       const int before = g_passed + g_failed;
@@ -564,8 +1404,14 @@ int main() {
       test_rope(env, ops);
       test_silu_mul(env, ops);
       test_gemv(env, ops);
+      test_gemv_decode_shapes(env, ops);
+      test_gemv_swiglu(env, ops);
       test_kv_store(env, ops);
+      test_rope_store(env, ops);
+      if (act == Act::F32) test_argmax(env, ops);  // fp32 logits whatever the activations
       test_attention(env, ops);
+      test_attention_decode(env, ops);
+      test_attention_prefill(env, ops);
       std::printf("  %s activations: %d checks\n", cuda::act_name(act), g_passed + g_failed - before);
     }
   } catch (const std::exception &e) {

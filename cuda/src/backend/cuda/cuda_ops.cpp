@@ -21,6 +21,15 @@ void require(bool ok, const char *what) {
 
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
+// gemv.cuh's launch: kGemvThreads per block, one block per SM, at most one per unit of work (a row, or a
+// gate/up row pair); more rows of x than 8 go in chunks of 8, then what is left by powers of two.
+constexpr unsigned kGemvThreads = 512;
+Dim3 gemv_grid(const Context &ctx, int64_t units) { return {unsigned(std::min<int64_t>(ctx.sm_count(), units))}; }
+int gemv_chunk_log2(int64_t rows_left) { return rows_left >= 8 ? 3 : rows_left >= 4 ? 2 : rows_left >= 2 ? 1 : 0; }
+
+// attention_prefill.cuh's prefill_smem_bytes: K and V, two stages, kPrefillTileRows rows of head_dim + 8 bf16.
+unsigned prefill_smem_bytes(int32_t head_dim) { return unsigned(4 * Ops::kPrefillTileRows * (head_dim + 8) * 2); }
+
 }  // namespace
 
 Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
@@ -48,6 +57,7 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
       gemv_[yf][lm] = ctx.function("vt_gemv_" + a + "_" + y + "_m" + std::to_string(1 << lm));
     }
   for (int lm = 0; lm < 4; ++lm) gemv_x32_[lm] = ctx.function("vt_gemv_f32_f32_m" + std::to_string(1 << lm));
+  for (int lm = 0; lm < 4; ++lm) gemv_swiglu_[lm] = ctx.function("vt_gemv_swiglu_" + a + "_m" + std::to_string(1 << lm));
   for (int yf = 0; yf < 2; ++yf)
     for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
       const std::string y = act == Act::F32 || yf ? "f32" : "bf16";
@@ -57,6 +67,22 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
     gemm_x32_[int(dt)] = ctx.function(std::string("vt_gemm_f32_") + table_name(dt) + "_f32");
   attention_[0] = ctx.function("vt_paged_attention_" + a + "_d4");
   attention_[1] = ctx.function("vt_paged_attention_" + a + "_d8");
+  attention_split_[0] = ctx.function("vt_attention_split_" + a + "_d4");
+  attention_split_[1] = ctx.function("vt_attention_split_" + a + "_d8");
+  if (act == Act::BF16)
+    for (int i = 0; i < 3; ++i)
+      attention_split_mma_[i] = ctx.function("vt_attention_split_bf16_mma_hd" + std::to_string(64 << i));
+  if (act == Act::BF16)
+    for (int i = 0; i < 2; ++i) {
+      const int32_t hd = 64 << i;
+      attention_prefill_[i] = ctx.function("vt_attention_prefill_bf16_d" + std::to_string(hd));
+      // above the default 48 KB for head_dim 128; set once here, never during a graph capture
+      check(driver().cuFuncSetAttribute(attention_prefill_[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                        int(prefill_smem_bytes(hd))),
+            "cuFuncSetAttribute(vt_attention_prefill_bf16_d" + std::to_string(hd) + ")");
+    }
+  rope_store_ = ctx.function("vt_rope_store_" + a);
+  argmax_ = ctx.function("vt_argmax_f32");
 }
 
 void Ops::embed(CUstream s, CUdeviceptr table, DType dt, int64_t dim, CUdeviceptr ids, int64_t T, CUdeviceptr out,
@@ -128,14 +154,27 @@ void Ops::gemv(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, i
   const int k = int(K), n = int(N);
   // 16-byte weight and x loads need every row 16-byte aligned.
   const int vec = K % 8 == 0 && w % 16 == 0 && x % 16 == 0;
-  constexpr unsigned kRowsPerBlock = 8;  // one warp per output row
-  const Dim3 grid{blocks_for(N, kRowsPerBlock)};
-  // Largest M chunk first: 8, then what is left by powers of two. Each chunk reads w once.
-  for (int64_t m0 = 0; m0 < M;) {
-    const int64_t left = M - m0;
-    const int lm = left >= 8 ? 3 : left >= 4 ? 2 : left >= 2 ? 1 : 0;
+  const Dim3 grid = gemv_grid(ctx_, N);
+  for (int64_t m0 = 0; m0 < M;) {  // each chunk reads w once
+    const int lm = gemv_chunk_log2(M - m0);
     const CUdeviceptr xm = x + CUdeviceptr(m0 * K * int64_t(xs)), ym = y + CUdeviceptr(m0 * N * int64_t(ys));
-    ctx_.launch(x_f32 ? gemv_x32_[lm] : gemv_[y_f32 ? 1 : 0][lm], grid, {kRowsPerBlock * 32}, 0, s, xm, w, bias, ym, k, n, vec);
+    ctx_.launch(x_f32 ? gemv_x32_[lm] : gemv_[y_f32 ? 1 : 0][lm], grid, {kGemvThreads}, 0, s, xm, w, bias, ym, k, n, vec);
+    m0 += int64_t(1) << lm;
+  }
+}
+
+void Ops::gemv_swiglu(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w_gate_up, int64_t I,
+                      CUdeviceptr y) {
+  require(fits_int(K) && K > 0 && fits_int(I) && M >= 0, "gemv_swiglu shape");
+  if (M == 0 || I == 0) return;
+  const int64_t as = int64_t(act_size(act_));
+  const int k = int(K), i = int(I);
+  const int vec = K % 8 == 0 && w_gate_up % 16 == 0 && x % 16 == 0;  // as for gemv; up rows follow suit
+  const Dim3 grid = gemv_grid(ctx_, I);
+  for (int64_t m0 = 0; m0 < M;) {
+    const int lm = gemv_chunk_log2(M - m0);
+    const CUdeviceptr xm = x + CUdeviceptr(m0 * K * as), ym = y + CUdeviceptr(m0 * I * as);
+    ctx_.launch(gemv_swiglu_[lm], grid, {kGemvThreads}, 0, s, xm, w_gate_up, ym, k, i, vec);
     m0 += int64_t(1) << lm;
   }
 }
@@ -157,15 +196,150 @@ void Ops::kv_store(CUstream s, CUdeviceptr k, CUdeviceptr v, int64_t T, int32_t 
   ctx_.launch(kv_store_, {unsigned(T)}, {128}, 0, s, k, v, row, slot, k_cache, v_cache);
 }
 
+void Ops::rope_store(CUstream s, CUdeviceptr qkv, int64_t T, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
+                     CUdeviceptr pos, CUdeviceptr inv_freq, float attn_scale, CUdeviceptr q_norm, CUdeviceptr k_norm,
+                     float eps, CUdeviceptr slot, CUdeviceptr k_cache, CUdeviceptr v_cache) {
+  constexpr unsigned kWarps = 4;  // one head per warp
+  const int64_t units = int64_t(n_heads) + 2 * int64_t(n_kv_heads);
+  require(head_dim > 0 && head_dim % 2 == 0 && head_dim <= 2048 && n_heads > 0 && n_kv_heads > 0 && fits_int(T) &&
+              fits_int(units * head_dim) && blocks_for(units, kWarps) <= 65535,
+          "rope_store shape");
+  if (T == 0) return;
+  const unsigned shared = unsigned(head_dim) * (1 + kWarps) * sizeof(float);
+  ctx_.launch(rope_store_, {unsigned(T), blocks_for(units, kWarps)}, {kWarps * 32}, shared, s, qkv, n_heads,
+              n_kv_heads, head_dim, pos, inv_freq, attn_scale, q_norm, k_norm, eps, slot, k_cache, v_cache);
+}
+
+void Ops::argmax(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr out_ids,
+                 CUdeviceptr out_logprobs) {
+  if (ld == 0) ld = vocab;
+  require(vocab > 0 && vocab <= (int64_t(1) << 24) && ld >= vocab && fits_int(n), "argmax shape");
+  if (n == 0) return;
+  const int v = int(vocab), vec = ld % 4 == 0 && logits % 16 == 0;
+  const long long stride = ld;
+  ctx_.launch(argmax_, {unsigned(n)}, {1024}, 0, s, logits, stride, v, vec, out_ids, out_logprobs);
+}
+
 void Ops::attention(CUstream s, CUdeviceptr q, CUdeviceptr k_cache, CUdeviceptr v_cache, const DeviceAttentionBatch &b,
-                    int64_t T, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale, CUdeviceptr out) {
+                    int64_t T, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale, CUdeviceptr out,
+                    int64_t q_row_stride) {
   require(n_kv_heads > 0 && n_heads % n_kv_heads == 0 && head_dim > 0 && head_dim <= 256 && b.n_seqs > 0 &&
               b.block_size > 0 && fits_int(T) && T <= 65535,
           "attention shape");
   if (T == 0) return;
   const CUfunction f = attention_[head_dim <= 128 ? 0 : 1];
-  ctx_.launch(f, {unsigned(n_heads), unsigned(T)}, {128}, 0, s, q, k_cache, v_cache, b.seq_q_start, b.seq_pos0,
+  const long long stride = q_row_stride ? q_row_stride : int64_t(n_heads) * head_dim;
+  require(stride >= int64_t(n_heads) * head_dim, "attention q_row_stride");
+  ctx_.launch(f, {unsigned(n_heads), unsigned(T)}, {128}, 0, s, q, stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0,
               b.block_tables, b.n_seqs, b.max_blocks_per_seq, b.block_size, n_heads, n_kv_heads, head_dim, scale, out);
+}
+
+namespace {
+
+// attention_split.cuh's kSplitKeys (split lengths are multiples of it), kMaxSplits and kSplitWarps.
+constexpr int64_t kSplitKeys = 64, kMaxSplits = 256, kSplitWarps = 4;
+
+// attention_decode's workspace: tickets (T, n_kv_heads) uint32 | (m, l) (T, n_heads, n_splits, 2) fp32 |
+// acc (T, n_heads, n_splits, head_dim) fp32, each part starting 256-byte aligned. Nothing for one split.
+struct SplitWorkspace {
+  size_t ml = 0, acc = 0, bytes = 0;  // offsets of the parts, total
+};
+
+SplitWorkspace split_workspace(int64_t T, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t n_splits) {
+  SplitWorkspace w;
+  if (n_splits <= 1) return w;
+  const auto aligned = [](size_t bytes) { return (bytes + 255) & ~size_t(255); };
+  const size_t partials = size_t(T) * size_t(n_heads) * size_t(n_splits);
+  w.ml = aligned(size_t(T) * size_t(n_kv_heads) * sizeof(uint32_t));
+  w.acc = w.ml + aligned(partials * 2 * sizeof(float));
+  w.bytes = w.acc + partials * size_t(head_dim) * sizeof(float);
+  return w;
+}
+
+}  // namespace
+
+int32_t Ops::attention_splits(int64_t T, int32_t n_kv_heads, int32_t max_keys) const {
+  // Two blocks per SM where the (row, kv head) pairs alone do not give them, no split shorter than kSplitKeys.
+  const int64_t pairs = std::max<int64_t>(1, T * std::max<int32_t>(1, n_kv_heads));
+  const int64_t want = (2 * int64_t(ctx_.sm_count()) + pairs - 1) / pairs;
+  const int64_t by_len = (std::max<int64_t>(1, max_keys) + kSplitKeys - 1) / kSplitKeys;
+  return int32_t(std::clamp<int64_t>(std::min(want, by_len), 1, kMaxSplits));
+}
+
+size_t Ops::attention_workspace_bytes(int64_t T, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
+                                      int32_t max_keys) const {
+  return split_workspace(T, n_heads, n_kv_heads, head_dim, attention_splits(T, n_kv_heads, max_keys)).bytes;
+}
+
+void Ops::attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUdeviceptr k_cache, CUdeviceptr v_cache,
+                           const DeviceAttentionBatch &b, int64_t T, int32_t n_heads, int32_t n_kv_heads,
+                           int32_t head_dim, float scale, int32_t max_keys, CUdeviceptr workspace,
+                           size_t workspace_bytes, CUdeviceptr out) {
+  const long long stride = q_row_stride ? q_row_stride : int64_t(n_heads) * head_dim;
+  require(n_kv_heads > 0 && n_kv_heads <= 65535 && n_heads % n_kv_heads == 0 && n_heads / n_kv_heads >= 1 &&
+              n_heads / n_kv_heads <= 8 && head_dim > 0 && head_dim <= 256 && b.n_seqs > 0 && b.block_size > 0 &&
+              fits_int(T) && stride >= int64_t(n_heads) * head_dim && max_keys >= 0,
+          "attention_decode shape");
+  if (T == 0) return;
+  const int32_t n_splits = attention_splits(T, n_kv_heads, max_keys);
+  const SplitWorkspace w = split_workspace(T, n_heads, n_kv_heads, head_dim, n_splits);
+  require(workspace_bytes >= w.bytes && (w.bytes == 0 || (workspace && workspace % 16 == 0)),
+          "attention_decode workspace (see attention_workspace_bytes)");
+  // Tensor cores read 16-byte pieces of cache rows: head_dim a multiple of 32 and aligned caches.
+  const bool mma = act_ == Act::BF16 && (head_dim == 64 || head_dim == 128 || head_dim == 256) &&
+                   (k_cache | v_cache) % 16 == 0;
+  const CUfunction f = mma ? attention_split_mma_[head_dim == 64 ? 0 : head_dim == 128 ? 1 : 2]
+                           : attention_split_[head_dim <= 128 ? 0 : 1];
+  const int64_t group = n_heads / n_kv_heads;
+  const unsigned shared =
+      unsigned(sizeof(float) * std::max(kSplitWarps * group * (head_dim + 2), group * int64_t(n_splits)));
+  const CUdeviceptr tickets = workspace, part_ml = workspace + w.ml, part_acc = workspace + w.acc;
+  ctx_.launch(f, {unsigned(T), unsigned(n_kv_heads), unsigned(n_splits)}, {unsigned(kSplitWarps * 32)}, shared, s, q,
+              stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0, b.block_tables, b.n_seqs, b.max_blocks_per_seq,
+              b.block_size, n_heads, n_kv_heads, head_dim, scale, n_splits, tickets, part_ml, part_acc, out);
+}
+
+int32_t Ops::prefill_tiles(const int32_t *seq_q_start_host, int32_t n_seqs, std::vector<int32_t> *tiles,
+                           const int32_t *seq_pos0_host) {
+  struct Tile {
+    int64_t keys;
+    int32_t seq, row0, rows;
+  };
+  std::vector<Tile> list;
+  for (int32_t s = 0; s < n_seqs; ++s) {
+    const int32_t r0 = seq_q_start_host[s], r1 = seq_q_start_host[s + 1];
+    for (int32_t r = r0; r < r1; r += kPrefillTileRows) {
+      const int32_t rows = std::min(kPrefillTileRows, r1 - r);
+      list.push_back({int64_t(seq_pos0_host ? seq_pos0_host[s] : 0) + (r - r0) + rows, s, r, rows});
+    }
+  }
+  std::stable_sort(list.begin(), list.end(), [](const Tile &a, const Tile &b) { return a.keys > b.keys; });
+  tiles->clear();
+  tiles->reserve(list.size() * 3);
+  for (const Tile &t : list) tiles->insert(tiles->end(), {t.seq, t.row0, t.rows});
+  return int32_t(list.size());
+}
+
+bool Ops::has_attention_prefill(int32_t head_dim) const {
+  return act_ == Act::BF16 && (head_dim == 64 || head_dim == 128);
+}
+
+void Ops::attention_prefill(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUdeviceptr k_cache,
+                            CUdeviceptr v_cache, const DeviceAttentionBatch &b, int64_t T, int32_t n_heads,
+                            int32_t n_kv_heads, int32_t head_dim, float scale, CUdeviceptr tiles, int32_t n_tiles,
+                            CUdeviceptr out) {
+  const long long stride = q_row_stride ? q_row_stride : int64_t(n_heads) * head_dim;
+  // 16-byte copies of q rows, cache rows and out rows: every row start must be 16-byte aligned
+  require(has_attention_prefill(head_dim) && n_heads > 0 && n_kv_heads > 0 && n_heads % n_kv_heads == 0 &&
+              b.n_seqs > 0 && b.block_size > 0 && b.max_blocks_per_seq > 0 && scale > 0 && fits_int(T) &&
+              n_tiles >= 0 && n_tiles <= 65535 && stride >= int64_t(n_heads) * head_dim && stride % 8 == 0 &&
+              (q | k_cache | v_cache | out) % 16 == 0,
+          "attention_prefill shape");
+  if (T == 0 || n_tiles == 0) return;
+  const float scale_log2 = scale * 1.4426950408889634f;  // exp(x) = 2^(x log2 e): the kernel uses exp2
+  ctx_.launch(attention_prefill_[head_dim == 64 ? 0 : 1], {unsigned(n_heads), unsigned(n_tiles)}, {128},
+              prefill_smem_bytes(head_dim), s, q, stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0,
+              b.block_tables, b.max_blocks_per_seq, b.block_size, n_heads, n_kv_heads, scale_log2, tiles, out);
 }
 
 }  // namespace vt::cuda

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "backend/cuda/context.h"
 #include "dtype.h"
@@ -66,9 +67,15 @@ class Ops {
 
   // y(M, N) = x(M, K) · w(N, K)ᵀ (+ bias(N) fp32), w bf16. y is fp32 when y_f32 (logits), else the activation
   // type; x is fp32 when x_f32 (the lm_head over fp32 normed rows; then y must be fp32), else the activation
-  // type. Decode-shaped: reads w once per 8 rows of x.
+  // type. Decode-shaped: reads w once per 8 rows of x. A row of y is bitwise the same whatever M (gemv.cuh).
   void gemv(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, int64_t N, CUdeviceptr bias,
             CUdeviceptr y, bool y_f32 = false, bool x_f32 = false);
+
+  // y(M, I) = silu(x(M, K) · gateᵀ) ⊙ (x · upᵀ), SwiGLU's gated product in one pass over w_gate_up (2I, K) bf16:
+  // gate rows [0, I), up rows [I, 2I). x and y in the activation type; silu(g) = g / (1 + exp(-g)) on the fp32
+  // sums, rounded once at the store. No biases: a checkpoint with gate or up biases takes gemv + silu_mul.
+  // Reads w once per 8 rows of x; the gate and up sums are bitwise gemv's.
+  void gemv_swiglu(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w_gate_up, int64_t I, CUdeviceptr y);
 
   // y(M, N) = x(M, K) · w(N, K)ᵀ (+ bias(N) fp32) for any shape, w in `wdt` (fp32, fp16 or bf16), fp32
   // accumulation; y fp32 when y_f32, else the activation type; x as for gemv. The tiled fallback for
@@ -80,9 +87,65 @@ class Ops {
   void kv_store(CUstream s, CUdeviceptr k, CUdeviceptr v, int64_t T, int32_t n_kv_heads, int32_t head_dim,
                 CUdeviceptr slot, CUdeviceptr k_cache, CUdeviceptr v_cache);
 
-  // Paged causal GQA attention, the contract of cpu::attention; T query rows in total. head_dim <= 256.
+  // rope + rope + kv_store in one launch over a fused qkv(T, (n_heads + 2 n_kv_heads) * head_dim) whose rows
+  // are [q heads | k heads | v heads]: the q heads roped in place (each first RMS-normed by q_norm(head_dim)
+  // when q_norm != 0), the k heads likewise with k_norm, and the roped k and the v of token t written to
+  // cache row slot[t] (slot < 0: padding, nothing stored). Same math and rounding as those three ops.
+  void rope_store(CUstream s, CUdeviceptr qkv, int64_t T, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
+                  CUdeviceptr pos, CUdeviceptr inv_freq, float attn_scale, CUdeviceptr q_norm, CUdeviceptr k_norm,
+                  float eps, CUdeviceptr slot, CUdeviceptr k_cache, CUdeviceptr v_cache);
+
+  // Greedy sampling: logits(n, vocab) fp32, rows ld elements apart (0: vocab) → out_ids(n) int32, the lowest
+  // id of each row's largest value, and out_logprobs(n) fp32 (0: not written), that token's log-softmax;
+  // NaN, -inf and +inf as the CPU sampler treats them (sample.cuh). vocab <= 2^24.
+  void argmax(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr out_ids,
+              CUdeviceptr out_logprobs);
+
+  // Paged causal GQA attention, the contract of cpu::attention; T query rows in total. head_dim <= 256. q rows
+  // are q_row_stride elements apart (0: n_heads * head_dim).
   void attention(CUstream s, CUdeviceptr q, CUdeviceptr k_cache, CUdeviceptr v_cache, const DeviceAttentionBatch &b,
-                 int64_t T, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale, CUdeviceptr out);
+                 int64_t T, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, float scale, CUdeviceptr out,
+                 int64_t q_row_stride = 0);
+
+  // Split-K decode attention (attention_split.cuh): attention()'s contract, for any rows, built for decode:
+  // each key and value is read once per kv head, and a row's keys are spread over enough blocks to fill the
+  // GPU at batch 1. bf16 activations with head_dim 64, 128 or 256 and 16-byte aligned caches run on tensor
+  // cores, the rest on CUDA cores. n_heads / n_kv_heads <= 8, head_dim <= 256.
+  //   q rows are q_row_stride elements apart (0: n_heads * head_dim; e.g. q inside a fused qkv buffer); out is
+  //   contiguous (T, n_heads, head_dim).
+  //   max_keys: a bound on the keys of any row (its position + 1), e.g. the max context when capturing a CUDA
+  //   graph. With T, n_kv_heads and the SM count it fixes the grid and the workspace; the actual lengths (in
+  //   device memory) never change the launch, so a captured launch stays valid for any batch of T rows. A row
+  //   past the bound is still right, in fewer, longer splits.
+  //   workspace: attention_workspace_bytes(...) bytes of the same T, n_heads, n_kv_heads, head_dim, max_keys (0:
+  //   none needed, workspace may be 0), 16-byte aligned, zero-filled once when allocated: its first
+  //   T * n_kv_heads uint32 are tickets that every call leaves at zero, the rest is scratch. Calls that share a
+  //   workspace must not run concurrently (one per stream). The size is not monotonic in T (fewer splits as T
+  //   grows; none once T * n_kv_heads >= 2 SMs): one workspace for several batch sizes takes the largest.
+  int32_t attention_splits(int64_t T, int32_t n_kv_heads, int32_t max_keys) const;  // the grid's splits per row
+  size_t attention_workspace_bytes(int64_t T, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
+                                   int32_t max_keys) const;
+  void attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUdeviceptr k_cache, CUdeviceptr v_cache,
+                        const DeviceAttentionBatch &b, int64_t T, int32_t n_heads, int32_t n_kv_heads,
+                        int32_t head_dim, float scale, int32_t max_keys, CUdeviceptr workspace,
+                        size_t workspace_bytes, CUdeviceptr out);
+
+  // Prefill attention on tensor cores (attention_prefill.cuh): attention()'s contract and arguments, for bf16
+  // activations and head_dim 64 or 128 only (has_attention_prefill; else call attention()). q rows are
+  // q_row_stride elements apart (0: n_heads * head_dim; a multiple of 8, e.g. q inside a fused qkv buffer);
+  // q, the caches and out 16-byte aligned; scale > 0. The work is a list of query-row tiles, never spanning two
+  // sequences: tiles(n_tiles, 3) int32 on the device, (seq, first row, rows), as prefill_tiles builds it for
+  // the same batch. n_tiles <= 65535.
+  static constexpr int32_t kPrefillTileRows = 64;  // attention_prefill.cuh's kPrefillRows
+  // Fills *tiles (n_tiles * 3 int32) from the host copies of seq_q_start (n_seqs + 1) and, when given,
+  // seq_pos0 (n_seqs), and returns n_tiles: each sequence's rows cut into runs of kPrefillTileRows, the tiles
+  // with the most keys first (without seq_pos0: the most rows into their sequence) so the long ones start early.
+  static int32_t prefill_tiles(const int32_t *seq_q_start_host, int32_t n_seqs, std::vector<int32_t> *tiles,
+                               const int32_t *seq_pos0_host = nullptr);
+  bool has_attention_prefill(int32_t head_dim) const;
+  void attention_prefill(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUdeviceptr k_cache, CUdeviceptr v_cache,
+                         const DeviceAttentionBatch &b, int64_t T, int32_t n_heads, int32_t n_kv_heads,
+                         int32_t head_dim, float scale, CUdeviceptr tiles, int32_t n_tiles, CUdeviceptr out);
 
  private:
   Context &ctx_;
@@ -92,9 +155,14 @@ class Ops {
   CUfunction rmsnorm_res32_, add_rmsnorm_res32_[2][2];  // [x_f32][out_f32]
   CUfunction gemv_[2][4];       // [y_f32][log2 M]
   CUfunction gemv_x32_[4];      // fp32 x and y, [log2 M]
+  CUfunction gemv_swiglu_[4];   // [log2 M]
   CUfunction gemm_[2][3];       // [y_f32][weight DType]
   CUfunction gemm_x32_[3];      // fp32 x and y, [weight DType]
   CUfunction attention_[2];     // head_dim <= 128, <= 256
+  CUfunction attention_split_[2];           // split-K on CUDA cores: head_dim <= 128, <= 256
+  CUfunction attention_split_mma_[3] = {};  // split-K on tensor cores, bf16 activations only: head_dim 64, 128, 256
+  CUfunction attention_prefill_[2] = {};  // bf16 activations only: head_dim 64, 128
+  CUfunction rope_store_, argmax_;
 };
 
 }  // namespace vt::cuda
