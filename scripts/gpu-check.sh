@@ -47,6 +47,9 @@ prepare() {
   "$cxx" "${flags[@]}" bench/cuda-ops.cpp "${objs[@]}" "${ld[@]}" -o "$out/bench_cuda_ops"
   # nlohmann/json is header-only and installed here, not on the GPU machine: the binary carries it.
   "$cxx" "${flags[@]}" test/gpu/golden_cuda.cpp "${objs[@]}" "${ld[@]}" -o "$out/golden_cuda"
+  # The end-to-end benchmark's engine side (scripts/gpu-bench.sh runs it), and the commit it was built from.
+  "$cxx" "${flags[@]}" bench/cuda-engine.cpp "${objs[@]}" "${ld[@]}" -o "$out/bench_cuda_engine"
+  echo "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo '+uncommitted')" > "$out/commit.txt"
   echo "gpu-check prepare: $(du -sh "$out" | cut -f1) in .gpu-out/ in $((SECONDS - t0)) s"
 }
 
@@ -90,10 +93,13 @@ run() {
 
   # The golden check: every fixture through the engine on the GPU (fp32 activations: the CPU's tolerances;
   # bf16: issue 4's), each with a batching check. Run from the root: it reads test/fixtures.
+  # float32 and bfloat16 with CUDA graphs (the default), and float32 without them (the eager launch path).
   local golden_rc=0 g
-  for g in float32 bfloat16; do
+  for g in float32 bfloat16 float32-nographs; do
     t0=$SECONDS
-    (cd "$root" && timeout 120 "$out/golden_cuda" --device cuda --dtype "$g") > "$logs/golden_$g.log" 2>&1
+    local gargs=(--dtype "${g%-nographs}")
+    [ "$g" = float32-nographs ] && gargs+=(--graphs off)
+    (cd "$root" && timeout 120 "$out/golden_cuda" --device cuda "${gargs[@]}") > "$logs/golden_$g.log" 2>&1
     local rc=$?
     echo "golden $g: exit $rc, $((SECONDS - t0)) s" >> "$logs/golden.txt"
     [ "$rc" = 0 ] || golden_rc=1
@@ -113,7 +119,7 @@ run() {
   grep '^FAIL' "$logs/test_cuda_ops.log" | head -20
   echo "memcheck (VT_TEST_SMALL): $san_line"
   cat "$logs/golden.txt"
-  for g in float32 bfloat16; do sed -n '/^==== golden/,$p' "$logs/golden_$g.log"; done
+  for g in float32 bfloat16 float32-nographs; do sed -n '/^==== golden/,$p' "$logs/golden_$g.log"; done
   if [ "$quick" = 0 ]; then
     echo "bench_cuda_ops: exit $bench_rc, ${bench_secs} s"
     sed -n '/^op  /,$p' "$logs/bench_cuda_ops.log"

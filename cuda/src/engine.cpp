@@ -66,6 +66,9 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
     cp.max_logit_rows = std::max(plan.max_seqs, 16);  // sampled rows, or one teacher-forcing block
     cp.n_blocks = plan.n_blocks;
     cp.block_size = plan.block_size;
+    cp.max_context = plan.max_context;
+    cp.graph_buckets = plan.graph_buckets;  // empty when cudaGraphs is off
+    cp.graph_dedup = p.cuda_graphs.dedup == 1;
     auto cm = std::make_unique<CudaDecoder>(c, w, *e->checkpoint_, cp, [&](int done, int total) {
       progress(0.1f + 0.85f * float(done) / float(total), "weights");
     });
@@ -74,6 +77,8 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
     e->weight_mapped_bytes_ = 0;
     e->kv_bytes_ = cm->kv_bytes();
     e->workspace_bytes_ = cm->workspace_bytes();
+    e->graphs_count_ = cm->graph_count();
+    e->graphs_bytes_ = cm->graph_bytes();
     e->device_name_ = "cuda";
     model = std::move(cm);
   } else {
@@ -139,8 +144,8 @@ vt_memory_report Engine::memory() {
   r.kv_blocks_used = int32_t(blocks_used_.load());
   r.kv_block_size = kv_block_size_;
   r.workspace_bytes = workspace_bytes_;
-  r.graphs_count = 0;
-  r.graphs_bytes = 0;
+  r.graphs_count = graphs_count_;
+  r.graphs_bytes = graphs_bytes_;
   return r;
 }
 
@@ -345,10 +350,15 @@ void Engine::step() {
       if (ev.n_prompt_logprobs) events.push_back(ev);
       continue;
     }
-    float *logits = runner_->logits(row++);
-    if (s.processors.active())
-      apply_logits_processors(s.processors, s.tokens, s.n_prompt, logits, config_.vocab_size, counts_scratch_);
-    SampleResult r = sample(logits, config_.vocab_size, s.sampling, s.rng, sampler_scratch_);
+    SampleResult r;
+    if (runner_->has_tokens()) {
+      r.token = runner_->token(row++);  // greedy on the device: same rule as sample()'s argmax
+    } else {
+      float *logits = runner_->logits(row++);
+      if (s.processors.active())
+        apply_logits_processors(s.processors, s.tokens, s.n_prompt, logits, config_.vocab_size, counts_scratch_);
+      r = sample(logits, config_.vocab_size, s.sampling, s.rng, sampler_scratch_);
+    }
     s.tokens.push_back(r.token);
     ++generated_;
     ev.token = r.token;

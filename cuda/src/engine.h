@@ -57,6 +57,8 @@ class Engine {
   int32_t max_context_ = 0;
   MemoryPlan plan_;
   int64_t weight_host_bytes_ = 0, weight_mapped_bytes_ = 0, weight_device_bytes_ = 0;
+  int32_t graphs_count_ = 0;
+  int64_t graphs_bytes_ = 0;  // device memory the graph executables took at load (measured)
   int32_t kv_blocks_ = 0, kv_block_size_ = 0;
   int64_t kv_bytes_ = 0, workspace_bytes_ = 0;
 

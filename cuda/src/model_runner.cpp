@@ -50,7 +50,15 @@ void ModelRunner::run(const std::vector<ScheduledChunk> &plan) {
   b.attn = cpu::AttentionBatch{int32_t(plan.size()), seq_q_start_.data(), seq_pos0_.data(), block_tables_.data(),
                                int32_t(max_blocks), bs};
   model_->forward(b);
-  model_->project(logit_rows_.data(), int32_t(logit_rows_.size()), logits_.data());
+  bool all_greedy = !logit_rows_.empty();
+  for (const auto &c : plan) {
+    if (!c.sample) continue;
+    const Sequence &s = *c.seq;
+    all_greedy = all_greedy && !(s.sampling.temperature > 0.f) && s.sampling.logprobs <= 0 && !s.processors.active();
+  }
+  tokens_out_.resize(logit_rows_.size());
+  has_tokens_ = all_greedy && model_->greedy(logit_rows_.data(), int32_t(logit_rows_.size()), tokens_out_.data());
+  if (!has_tokens_) model_->project(logit_rows_.data(), int32_t(logit_rows_.size()), logits_.data());
 
   prompt_lp_.assign(plan.size(), {});
   prompt_lp_start_.assign(plan.size(), 0);

@@ -19,6 +19,11 @@ class ModelRunner {
   // index prompt_logprobs_start(c).
   void run(const std::vector<ScheduledChunk> &plan);
   float *logits(int32_t i) { return logits_.data() + int64_t(i) * vocab_; }
+  // When every sampled sequence of the step is plain greedy (temperature 0, no logprobs, no logits
+  // processors) and the model computes greedy tokens where its logits are (the GPU), the logits stay there:
+  // has_tokens() is true, token(i) is the i-th sampled chunk's token and logits(i) must not be read.
+  bool has_tokens() const { return has_tokens_; }
+  int32_t token(int32_t i) const { return tokens_out_[size_t(i)]; }
   const std::vector<float> &prompt_logprobs(size_t c) const { return prompt_lp_[c]; }
   int32_t prompt_logprobs_start(size_t c) const { return prompt_lp_start_[c]; }
 
@@ -31,6 +36,8 @@ class ModelRunner {
   std::vector<int32_t> block_tables_;                 // (n_seqs, max_blocks)
   std::vector<int32_t> logit_rows_;                   // (n_sampled)
   std::vector<float> logits_;                         // (n_sampled, vocab)
+  std::vector<int32_t> tokens_out_;                   // (n_sampled) greedy tokens, when has_tokens_
+  bool has_tokens_ = false;
   std::vector<std::vector<float>> prompt_lp_;         // per chunk
   std::vector<int32_t> prompt_lp_start_;              // per chunk
   std::vector<float> block_logits_;                   // (kPromptBlock, vocab) scratch for teacher forcing

@@ -25,6 +25,9 @@ class Decoder {
   virtual void forward(const ForwardBatch &b) = 0;
   // logits (n, vocab) fp32, host memory, of the given rows of the last forward().
   virtual void project(const int32_t *rows, int32_t n, float *logits) = 0;
+  // The greedy token (argmax, ties to the lowest id) of each given row, computed where the logits are, so
+  // they never travel; false when this backend has no such path (the caller then uses project()).
+  virtual bool greedy(const int32_t * /*rows*/, int32_t /*n*/, int32_t * /*ids*/) { return false; }
 };
 
 }  // namespace vt

@@ -26,21 +26,38 @@ void release_mapping(const Checkpoint &ck, const void *data, size_t bytes) {
 
 }  // namespace
 
-CudaDecoder::DMatrix CudaDecoder::upload(const Matrix &m, const Checkpoint &ck) {
-  cuda::DeviceBuffer buf(size_t(m.bytes()));
-  buf.upload(stream_->get(), m.data, size_t(m.bytes()));
-  release_mapping(ck, m.data, size_t(m.bytes()));
-  weight_bytes_ += m.bytes();
-  DMatrix d{buf.ptr(), m.dtype, m.rows, m.cols};
+CudaDecoder::DMatrix CudaDecoder::upload(const Matrix &m, const Checkpoint &ck) { return upload_stacked({&m}, ck); }
+
+CudaDecoder::DMatrix CudaDecoder::upload_stacked(std::initializer_list<const Matrix *> parts, const Checkpoint &ck) {
+  const Matrix &first = **parts.begin();
+  int64_t rows = 0, bytes = 0;
+  for (const Matrix *m : parts) {
+    if (m->dtype != first.dtype || m->cols != first.cols)
+      fail(VT_ERR_UNSUPPORTED_DTYPE, "q/k/v (or gate/up) of one layer must share a dtype and an input width");
+    rows += m->rows, bytes += m->bytes();
+  }
+  cuda::DeviceBuffer buf{size_t(bytes)};
+  size_t off = 0;
+  for (const Matrix *m : parts) {
+    buf.upload(stream_->get(), m->data, size_t(m->bytes()), off);
+    release_mapping(ck, m->data, size_t(m->bytes()));
+    off += size_t(m->bytes());
+  }
+  weight_bytes_ += bytes;
+  DMatrix d{buf.ptr(), first.dtype, rows, first.cols};
   buffers_.push_back(std::move(buf));
   return d;
 }
 
-CUdeviceptr CudaDecoder::upload(const std::vector<float> &v) {
-  if (v.empty()) return 0;
-  const size_t bytes = v.size() * sizeof(float);
+CUdeviceptr CudaDecoder::upload(const std::vector<float> &v) { return upload_stacked({&v}); }
+
+CUdeviceptr CudaDecoder::upload_stacked(std::initializer_list<const std::vector<float> *> parts) {
+  std::vector<float> all;
+  for (const auto *v : parts) all.insert(all.end(), v->begin(), v->end());
+  if (all.empty()) return 0;
+  const size_t bytes = all.size() * sizeof(float);
   cuda::DeviceBuffer buf(bytes);
-  buf.upload(stream_->get(), v.data(), bytes);
+  buf.upload(stream_->get(), all.data(), bytes);
   weight_bytes_ += int64_t(bytes);
   const CUdeviceptr p = buf.ptr();
   buffers_.push_back(std::move(buf));
@@ -64,17 +81,41 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   ops_ = std::make_unique<cuda::Ops>(*ctx_, p.act);
   // Debugging: VT_CUDA_SUBLAYER_F32=1 also writes the o and down products' outputs in fp32 (bf16 activations).
   if (const char *e = std::getenv("VT_CUDA_SUBLAYER_F32")) sub_f32_ = p.act == cuda::Act::BF16 && e[0] == '1';
+  // Debugging and A/B timing: VT_CUDA_ATTN=simple (the first attention kernel everywhere) or noprefill (no
+  // tensor-core prefill kernel); VT_CUDA_CUBLASLT=0 (own GEMM kernels only).
+  if (const char *e = std::getenv("VT_CUDA_ATTN")) attn_mode_ = e;
+  const char *blas_env = std::getenv("VT_CUDA_CUBLASLT");
+  if (p.act == cuda::Act::BF16 && !(blas_env && blas_env[0] == '0')) {
+    blas_ = std::make_unique<cuda::CublasLt>(*ctx_);
+    if (!blas_->available()) blas_.reset();
+  }
 
   const size_t as = cuda::act_size(p.act), ps = sub_f32_ ? 4 : as;
   const int64_t T = p.max_tokens, H = c_.hidden_size, I = c_.intermediate_size, V = c_.vocab_size;
   const int64_t QD = int64_t(c_.n_heads) * c_.head_dim, KVD = int64_t(c_.n_kv_heads) * c_.head_dim;
-  const int64_t R = std::max(p.max_logit_rows, 1);
+  const int64_t QKV = QD + 2 * KVD;
+  const int64_t R = std::max(p.max_logit_rows, 1), S = std::max(p.max_seqs, 1);
   kv_layer_bytes_ = CUdeviceptr(int64_t(p.n_blocks) * p.block_size * KVD * int64_t(as));
   const int64_t kv_total = int64_t(kv_layer_bytes_) * 2 * c_.n_layers;
+  table_width_ = (std::max(p.max_context, 1) + p.block_size - 1) / p.block_size;
+  // Split-K decode attention serves steps of up to max_seqs rows (every decode step); its partials are sized
+  // for that many rows at the longest context.
+  attn_ws_rows_ = int32_t(std::min<int64_t>(S, T));
+  // The split count (so the partials' size) depends on the rows: size for the largest need of any step.
+  int64_t attn_ws = 0;
+  for (int32_t t = 1; t <= attn_ws_rows_; ++t)
+    attn_ws = std::max<int64_t>(attn_ws, int64_t(ops_->attention_workspace_bytes(t, c_.n_heads, c_.n_kv_heads,
+                                                                               c_.head_dim, std::max(p.max_context, 1))));
+  attn_ws_bytes_ = size_t(attn_ws);
+  // The step's integers: tokens, positions, slots (T each), q_start (S + 1), pos0 (S), the lm_head's row list
+  // (R), prefill attention tiles, then the block tables (S rows of table_width_) last, so a step uploads a prefix.
+  tiles_off_ = size_t(3 * T + 2 * S + 1 + R);
+  meta_elems_ = tiles_off_ + size_t(4 * (T + S)) + size_t(S) * size_t(table_width_);
   // fp32: the residual stream, the final normed rows and the gathered lm_head rows; bf16 activations keep the
   // final normed rows apart from normed_ (the products' bf16 input).
-  const int64_t work = int64_t(as) * T * (2 * H + 2 * QD + 2 * KVD + 2 * I) + int64_t(ps) * T * H + 4 * T * H +
-                       (p.act == cuda::Act::BF16 ? 4 * T * H : 0) + 4 * R * H + R * V * 4;
+  const int64_t work = int64_t(as) * T * (H + QKV + QD + I + 2 * I) + int64_t(ps) * T * H + 4 * T * H +
+                       (p.act == cuda::Act::BF16 ? 4 * T * H : 0) + 4 * R * H + int64_t(as) * R * H + R * V * 4 +
+                       8 * R + attn_ws + int64_t(meta_elems_) * 4 + 4 * R + (blas_ ? blas_->workspace_bytes() : 0);
 
   // Fail before uploading anything when it cannot fit, naming the options that change it.
   const int64_t needed = w.bytes + kv_total + work, free = ctx_->free_bytes();
@@ -90,12 +131,24 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
     const LayerWeights &L = w.layers[l];
     DLayer d;
     d.attn_norm = upload(L.attn_norm);
-    d.q = upload(L.q, ck), d.k = upload(L.k, ck), d.v = upload(L.v, ck), d.o = upload(L.o, ck);
-    d.q_bias = upload(L.q_bias), d.k_bias = upload(L.k_bias), d.v_bias = upload(L.v_bias), d.o_bias = upload(L.o_bias);
+    d.qkv = upload_stacked({&L.q, &L.k, &L.v}, ck);
+    d.o = upload(L.o, ck);
+    // Biases come all three or none (Qwen2); a checkpoint with only some gets zeros for the rest.
+    if (!L.q_bias.empty() || !L.k_bias.empty() || !L.v_bias.empty()) {
+      const std::vector<float> zq(size_t(QD), 0.f), zk(size_t(KVD), 0.f);
+      d.qkv_bias = upload_stacked({L.q_bias.empty() ? &zq : &L.q_bias, L.k_bias.empty() ? &zk : &L.k_bias,
+                                   L.v_bias.empty() ? &zk : &L.v_bias});
+    }
+    d.o_bias = upload(L.o_bias);
     d.q_norm = upload(L.q_norm), d.k_norm = upload(L.k_norm);
     d.mlp_norm = upload(L.mlp_norm);
-    d.gate = upload(L.gate, ck), d.up = upload(L.up, ck), d.down = upload(L.down, ck);
-    d.gate_bias = upload(L.gate_bias), d.up_bias = upload(L.up_bias), d.down_bias = upload(L.down_bias);
+    d.gate_up = upload_stacked({&L.gate, &L.up}, ck);
+    d.down = upload(L.down, ck);
+    if (!L.gate_bias.empty() || !L.up_bias.empty()) {
+      const std::vector<float> zi(size_t(I), 0.f);
+      d.gate_up_bias = upload_stacked({L.gate_bias.empty() ? &zi : &L.gate_bias, L.up_bias.empty() ? &zi : &L.up_bias});
+    }
+    d.down_bias = upload(L.down_bias);
     layers_.push_back(d);
     if (progress) progress(l + 1, c_.n_layers);
   }
@@ -105,16 +158,36 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   rope_tables(c_, &inv_freq, &rope_scale_);
   inv_freq_ = upload(inv_freq);
 
+  // Zeroed, so the padding rows of a graph replay (which read block 0) compute on finite values.
   kv_ = cuda::DeviceBuffer(size_t(kv_total));
+  cuda::check(cuda::driver().cuMemsetD8Async(kv_.ptr(), 0, kv_.bytes(), stream_->get()), "cuMemsetD8Async(kv)");
   residual_ = scratch(T * H, 4), normed_ = scratch(T * H, as), proj_ = scratch(T * H, ps);
   final_ = p.act == cuda::Act::BF16 ? scratch(T * H, 4) : normed_;
-  q_ = scratch(T * QD, as), attn_ = scratch(T * QD, as);
-  k_ = scratch(T * KVD, as), v_ = scratch(T * KVD, as);
-  gate_ = scratch(T * I, as), up_ = scratch(T * I, as);
-  last_ = scratch(R * H, 4);
+  qkv_ = scratch(T * QKV, as), attn_ = scratch(T * QD, as);
+  gate_up_ = scratch(T * 2 * I, as), act_ = scratch(T * I, as);
+  last_ = scratch(R * H, 4), last_act_ = scratch(R * H, as);
   logits_ = scratch(R * V, sizeof(float));
-  rows_ = scratch(R, sizeof(int32_t));
+  ids_ = scratch(R, 4), lps_ = scratch(R, 4);
+  attn_ws_ = scratch(size_t(attn_ws), 1);
+  // Zeroed once: its tickets must start at zero (every attention_decode call leaves them so).
+  cuda::check(cuda::driver().cuMemsetD8Async(attn_ws_, 0, std::max<size_t>(attn_ws_bytes_, 16), stream_->get()),
+              "cuMemsetD8Async(attention workspace)");
+  meta_buf_ = cuda::DeviceBuffer(meta_elems_ * 4);
+  workspace_bytes_ += int64_t(meta_buf_.bytes()) + (blas_ ? blas_->workspace_bytes() : 0);
+  meta_pinned_ = cuda::PinnedBuffer(meta_elems_ * 4);
+  staged_ = std::make_unique<cuda::Event>();
+  out_pinned_ = cuda::PinnedBuffer(size_t(R) * 8);
+  const CUdeviceptr m0 = meta_buf_.ptr();
+  meta_ = Meta{m0, m0 + 4 * CUdeviceptr(T), m0 + 8 * CUdeviceptr(T), m0 + 12 * CUdeviceptr(T),
+               m0 + 4 * CUdeviceptr(3 * T + S + 1), m0 + 4 * CUdeviceptr(tiles_off_ + 4 * (T + S)),
+               m0 + 4 * CUdeviceptr(3 * T + 2 * S + 1)};
+  std::vector<int32_t> iota(static_cast<size_t>(R));
+  for (int32_t i = 0; i < int32_t(R); ++i) iota[size_t(i)] = i;
+  iota_ = cuda::DeviceBuffer(iota.size() * 4);
+  iota_.upload(stream_->get(), iota.data(), iota.size() * 4);
+  workspace_bytes_ += int64_t(iota_.bytes());
   ctx_->synchronize();
+  if (!p.graph_buckets.empty()) capture_graphs();
 }
 
 CudaDecoder::~CudaDecoder() {
@@ -127,61 +200,84 @@ CudaDecoder::~CudaDecoder() {
 
 void CudaDecoder::linear(CUdeviceptr x, int32_t T, const DMatrix &m, CUdeviceptr bias, CUdeviceptr y, bool y_f32,
                          bool x_f32) {
+  const CUstream s = stream_->get();
   if (m.dtype == DType::BF16 && T <= 8)
-    ops_->gemv(stream_->get(), x, T, m.cols, m.ptr, m.rows, bias, y, y_f32, x_f32);
+    ops_->gemv(s, x, T, m.cols, m.ptr, m.rows, bias, y, y_f32, x_f32);
+  else if (blas_ && m.dtype == DType::BF16 && !bias && !x_f32)
+    blas_->matmul(s, x, T, m.cols, m.ptr, m.rows, y, y_f32);
   else
-    ops_->gemm(stream_->get(), x, T, m.cols, m.ptr, m.dtype, m.rows, bias, y, y_f32, x_f32);
+    ops_->gemm(s, x, T, m.cols, m.ptr, m.dtype, m.rows, bias, y, y_f32, x_f32);
 }
 
-void CudaDecoder::forward(const ForwardBatch &b) {
-  ctx_->make_current();
-  const CUstream s = stream_->get();
-  const int32_t T = b.n_tokens;
-  if (T <= 0) return;
-  if (T > p_.max_tokens) fail(VT_ERR_INTERNAL, "CudaDecoder::forward: more rows than maxBatchTokens");
-  const cpu::AttentionBatch &a = b.attn;
-  const int64_t H = c_.hidden_size, I = c_.intermediate_size;
-  const float eps = c_.rms_norm_eps;
+void CudaDecoder::stage(const ForwardBatch &b, int32_t n_pad) {
+  const int32_t T = b.n_tokens, n_seqs = b.attn.n_seqs;
+  const int64_t Tm = p_.max_tokens, S = std::max(p_.max_seqs, 1);
+  const int32_t seqs_pad = T == n_seqs ? n_pad : n_seqs;  // only a decode step (one row per sequence) is padded
+  if (n_pad > Tm || seqs_pad > S) fail(VT_ERR_INTERNAL, "CudaDecoder: a step larger than its buffers");
+  int32_t *h = meta_pinned_.as<int32_t>();
+  staged_->synchronize();  // the previous step's copy out of this staging area has finished
+  int32_t *tokens = h, *positions = h + Tm, *slots = h + 2 * Tm, *q_start = h + 3 * Tm, *pos0 = q_start + S + 1;
+  int32_t *tables = h + tiles_off_ + 4 * (Tm + S);
+  std::copy_n(b.tokens, T, tokens);
+  std::copy_n(b.positions, T, positions);
+  std::copy_n(b.slots, T, slots);
+  for (int32_t t = T; t < n_pad; ++t) tokens[t] = 0, positions[t] = 0, slots[t] = -1;  // padding: nothing stored
+  std::copy_n(b.attn.seq_q_start, n_seqs + 1, q_start);
+  std::copy_n(b.attn.seq_pos0, n_seqs, pos0);
+  for (int32_t s = n_seqs; s < seqs_pad; ++s) q_start[s + 1] = s + 1, pos0[s] = 0;
+  const int32_t wb = b.attn.max_blocks_per_seq;
+  for (int32_t s = 0; s < n_seqs; ++s) {
+    std::copy_n(b.attn.block_tables + int64_t(s) * wb, std::min(wb, table_width_), tables + int64_t(s) * table_width_);
+    if (wb < table_width_) std::fill_n(tables + int64_t(s) * table_width_ + wb, table_width_ - wb, 0);
+  }
+  std::fill_n(tables + int64_t(n_seqs) * table_width_, int64_t(seqs_pad - n_seqs) * table_width_, 0);
+  const size_t elems = size_t(tables - h) + size_t(seqs_pad) * size_t(table_width_);
+  cuda::check(cuda::driver().cuMemcpyHtoDAsync(meta_buf_.ptr(), h, elems * 4, stream_->get()), "cuMemcpyHtoDAsync(step)");
+  staged_->record(stream_->get());
+}
 
-  // The batch's integers, one upload: tokens, positions, slots (T each), seq_q_start (n + 1), seq_pos0 (n),
-  // block_tables (n, max_blocks).
-  const int64_t n_tables = int64_t(a.n_seqs) * a.max_blocks_per_seq;
-  meta_host_.clear();
-  meta_host_.insert(meta_host_.end(), b.tokens, b.tokens + T);
-  meta_host_.insert(meta_host_.end(), b.positions, b.positions + T);
-  meta_host_.insert(meta_host_.end(), b.slots, b.slots + T);
-  meta_host_.insert(meta_host_.end(), a.seq_q_start, a.seq_q_start + a.n_seqs + 1);
-  meta_host_.insert(meta_host_.end(), a.seq_pos0, a.seq_pos0 + a.n_seqs);
-  meta_host_.insert(meta_host_.end(), a.block_tables, a.block_tables + n_tables);
-  const size_t meta_bytes = meta_host_.size() * sizeof(int32_t);
-  if (meta_.bytes() < meta_bytes) meta_ = cuda::DeviceBuffer(std::max(meta_bytes * 2, size_t(4096)));
-  meta_.upload(s, meta_host_.data(), meta_bytes);
-  const CUdeviceptr tokens = meta_.ptr(), positions = tokens + 4 * T, slots = positions + 4 * T;
-  const CUdeviceptr q_start = slots + 4 * T, pos0 = q_start + 4 * (a.n_seqs + 1), tables = pos0 + 4 * a.n_seqs;
-  const cuda::DeviceAttentionBatch da{a.n_seqs, q_start, pos0, tables, a.max_blocks_per_seq, a.block_size};
-  const float scale = 1.0f / std::sqrt(float(c_.head_dim));
+void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi_row, int32_t n_tiles) {
+  const CUstream s = stream_->get();
+  const int64_t H = c_.hidden_size, I = c_.intermediate_size;
+  const int64_t QD = int64_t(c_.n_heads) * c_.head_dim, KVD = int64_t(c_.n_kv_heads) * c_.head_dim, QKV = QD + 2 * KVD;
+  const size_t as = cuda::act_size(p_.act);
+  const float eps = c_.rms_norm_eps, scale = 1.0f / std::sqrt(float(c_.head_dim));
+  const cuda::DeviceAttentionBatch da{n_seqs, meta_.q_start, meta_.pos0, meta_.tables, table_width_, p_.block_size};
+  // Which attention kernel: split-K decode attention for steps of up to attn_ws_rows_ rows (every decode
+  // step); the tensor-core prefill kernel for longer bf16 steps; the first, simple kernel otherwise.
+  enum { kDecode, kPrefill, kSimple } attn = kSimple;
+  if (attn_mode_ != "simple" && T <= attn_ws_rows_) attn = kDecode;
+  else if (attn_mode_.empty() && multi_row && n_tiles > 0) attn = kPrefill;
 
   // The residual stream is fp32 whatever the activation type (bf16: only the products' inputs, q/k/v and the
   // KV cache are rounded, as in production engines); the last layer's norm writes fp32 rows for the lm_head.
-  ops_->embed(s, embed_.ptr, embed_.dtype, H, tokens, T, residual_, /*out_f32=*/true);
+  ops_->embed(s, embed_.ptr, embed_.dtype, H, meta_.tokens, T, residual_, /*out_f32=*/true);
   ops_->rmsnorm_res32(s, residual_, T, H, layers_[0].attn_norm, eps, normed_);
   for (int l = 0; l < c_.n_layers; ++l) {
     const DLayer &L = layers_[l];
-    linear(normed_, T, L.q, L.q_bias, q_);
-    linear(normed_, T, L.k, L.k_bias, k_);
-    linear(normed_, T, L.v, L.v_bias, v_);
-    // Qwen3's per-head q/k RMSNorm is fused into RoPE (L.q_norm / L.k_norm are 0 otherwise).
-    ops_->rope(s, q_, T, c_.n_heads, c_.head_dim, 0, positions, inv_freq_, rope_scale_, L.q_norm, eps);
-    ops_->rope(s, k_, T, c_.n_kv_heads, c_.head_dim, 0, positions, inv_freq_, rope_scale_, L.k_norm, eps);
-    ops_->kv_store(s, k_, v_, T, c_.n_kv_heads, c_.head_dim, slots, k_cache(l), v_cache(l));
-    ops_->attention(s, q_, k_cache(l), v_cache(l), da, T, c_.n_heads, c_.n_kv_heads, c_.head_dim, scale, attn_);
+    linear(normed_, T, L.qkv, L.qkv_bias, qkv_);
+    // RoPE on q and k (after Qwen3's per-head norm when it has one), then k and v into the cache.
+    ops_->rope_store(s, qkv_, T, c_.n_heads, c_.n_kv_heads, c_.head_dim, meta_.positions, inv_freq_, rope_scale_,
+                     L.q_norm, L.k_norm, eps, meta_.slots, k_cache(l), v_cache(l));
+    if (attn == kDecode)
+      ops_->attention_decode(s, qkv_, QKV, k_cache(l), v_cache(l), da, T, c_.n_heads, c_.n_kv_heads, c_.head_dim,
+                             scale, max_keys, attn_ws_, attn_ws_bytes_, attn_);
+    else if (attn == kPrefill)
+      ops_->attention_prefill(s, qkv_, QKV, k_cache(l), v_cache(l), da, T, c_.n_heads, c_.n_kv_heads, c_.head_dim,
+                              scale, meta_buf_.ptr() + 4 * CUdeviceptr(tiles_off_), n_tiles, attn_);
+    else
+      ops_->attention(s, qkv_, k_cache(l), v_cache(l), da, T, c_.n_heads, c_.n_kv_heads, c_.head_dim, scale, attn_,
+                      QKV);
     linear(attn_, T, L.o, L.o_bias, proj_, sub_f32_);
     // residual += attention output; normed = post_attention_layernorm(residual)
     ops_->add_rmsnorm_res32(s, residual_, proj_, sub_f32_, T, H, L.mlp_norm, eps, normed_, false);
-    linear(normed_, T, L.gate, L.gate_bias, gate_);
-    linear(normed_, T, L.up, L.up_bias, up_);
-    ops_->silu_mul(s, gate_, up_, T, I, 0, gate_);
-    linear(gate_, T, L.down, L.down_bias, proj_, sub_f32_);
+    if (L.gate_up.dtype == DType::BF16 && T <= 8 && !L.gate_up_bias) {
+      ops_->gemv_swiglu(s, normed_, T, H, L.gate_up.ptr, I, act_);
+    } else {
+      linear(normed_, T, L.gate_up, L.gate_up_bias, gate_up_);
+      ops_->silu_mul(s, gate_up_, gate_up_ + CUdeviceptr(I * int64_t(as)), T, I, 2 * I, act_);
+    }
+    linear(act_, T, L.down, L.down_bias, proj_, sub_f32_);
     // residual += mlp output; normed = next layer's input_layernorm, or the final norm (fp32, into final_)
     if (l + 1 < c_.n_layers)
       ops_->add_rmsnorm_res32(s, residual_, proj_, sub_f32_, T, H, layers_[l + 1].attn_norm, eps, normed_, false);
@@ -190,22 +286,112 @@ void CudaDecoder::forward(const ForwardBatch &b) {
   }
 }
 
+void CudaDecoder::head(CUdeviceptr rows, int32_t n, bool with_argmax) {
+  const CUstream s = stream_->get();
+  const int64_t H = c_.hidden_size, V = c_.vocab_size;
+  // Gather the rows (the embedding kernel is a row gather). Up to 8 rows the GEMV reads the fp32 rows; more go
+  // through cuBLASLt in bf16 (the lm_head is most of a large batch's arithmetic).
+  if (blas_ && n > 8 && lm_head_.dtype == DType::BF16) {
+    ops_->embed(s, final_, DType::F32, H, rows, n, last_act_, /*out_f32=*/false);
+    blas_->matmul(s, last_act_, n, H, lm_head_.ptr, V, logits_, /*y_f32=*/true);
+  } else {
+    ops_->embed(s, final_, DType::F32, H, rows, n, last_, /*out_f32=*/true);
+    linear(last_, n, lm_head_, 0, logits_, /*y_f32=*/true, /*x_f32=*/true);
+  }
+  if (with_argmax) ops_->argmax(s, logits_, n, V, V, ids_, lps_);
+}
+
+void CudaDecoder::capture_graphs() {
+  // Buckets above what one step can hold are dropped (the scheduler never makes such a step).
+  std::vector<int32_t> buckets;
+  for (int32_t b : p_.graph_buckets)
+    if (b >= 1 && b <= std::min({p_.max_seqs, p_.max_tokens, p_.max_logit_rows, attn_ws_rows_})) buckets.push_back(b);
+  if (buckets.empty()) return;
+  const ForwardBatch none{};  // every row padding
+  graphs_.build(
+      *ctx_, stream_->get(), buckets, p_.graph_dedup,
+      [&](int32_t B) {
+        layers(B, B, p_.max_context, false, 0);
+        head(iota_.ptr(), B, true);
+      },
+      [&](int32_t B) { stage(none, B); });
+}
+
+void CudaDecoder::forward(const ForwardBatch &b) {
+  ctx_->make_current();
+  graph_rows_ = 0, head_rows_ = 0;
+  const int32_t T = b.n_tokens;
+  if (T <= 0) return;
+  if (T > p_.max_tokens) fail(VT_ERR_INTERNAL, "CudaDecoder::forward: more rows than maxBatchTokens");
+  const cpu::AttentionBatch &a = b.attn;
+  const bool decode = T == a.n_seqs;
+  if (const int32_t bucket = decode ? graphs_.bucket_for(T) : 0) {
+    stage(b, bucket);
+    graphs_.launch(bucket, stream_->get());
+    graph_rows_ = T, head_rows_ = T;
+    return;
+  }
+  int32_t max_keys = 1;
+  for (int32_t s = 0; s < a.n_seqs; ++s)
+    max_keys = std::max(max_keys, a.seq_pos0[s] + a.seq_q_start[s + 1] - a.seq_q_start[s]);
+  int32_t n_tiles = 0;
+  if (!decode && p_.act == cuda::Act::BF16 && attn_mode_.empty() && T > attn_ws_rows_ &&
+      ops_->has_attention_prefill(c_.head_dim)) {
+    n_tiles = cuda::Ops::prefill_tiles(a.seq_q_start, a.n_seqs, &tiles_, a.seq_pos0);
+    staged_->synchronize();  // the staging area is free again
+    if (tiles_.size() > size_t(4 * (p_.max_tokens + std::max(p_.max_seqs, 1))))
+      fail(VT_ERR_INTERNAL, "CudaDecoder: more prefill tiles than room for them");
+    std::copy(tiles_.begin(), tiles_.end(), meta_pinned_.as<int32_t>() + tiles_off_);
+  }
+  stage(b, T);
+  layers(T, a.n_seqs, max_keys, !decode, n_tiles);
+}
+
 void CudaDecoder::project(const int32_t *rows, int32_t n, float *logits) {
   if (n <= 0) return;
   ctx_->make_current();
   const CUstream s = stream_->get();
-  const int64_t H = c_.hidden_size, V = c_.vocab_size;
+  const int64_t V = c_.vocab_size;
+  bool ready = n <= head_rows_;  // after a graph replay: the logits of rows 0 .. head_rows_-1 are there
+  for (int32_t i = 0; ready && i < n; ++i) ready = rows[i] == i;
+  if (ready) {
+    cuda::check(cuda::driver().cuMemcpyDtoHAsync(logits, logits_, size_t(n) * size_t(V) * sizeof(float), s),
+                "cuMemcpyDtoHAsync(logits)");
+    stream_->synchronize();
+    return;
+  }
   for (int32_t i0 = 0; i0 < n; i0 += p_.max_logit_rows) {
     const int32_t m = std::min(p_.max_logit_rows, n - i0);
-    // Gather the rows (the embedding kernel is a row gather), project them, copy the logits back.
-    cuda::check(cuda::driver().cuMemcpyHtoDAsync(rows_, rows + i0, size_t(m) * sizeof(int32_t), s),
+    cuda::check(cuda::driver().cuMemcpyHtoDAsync(meta_.rows, rows + i0, size_t(m) * sizeof(int32_t), s),
                 "cuMemcpyHtoDAsync(rows)");
-    ops_->embed(s, final_, DType::F32, H, rows_, m, last_, /*out_f32=*/true);
-    linear(last_, m, lm_head_, 0, logits_, /*y_f32=*/true, /*x_f32=*/true);
-    cuda::check(cuda::driver().cuMemcpyDtoHAsync(logits + int64_t(i0) * V, logits_, size_t(m * V) * sizeof(float), s),
+    head(meta_.rows, m, false);
+    cuda::check(cuda::driver().cuMemcpyDtoHAsync(logits + int64_t(i0) * V, logits_, size_t(m) * size_t(V) * sizeof(float), s),
                 "cuMemcpyDtoHAsync(logits)");
     stream_->synchronize();
   }
+  head_rows_ = 0;  // logits_ now holds gathered rows
+}
+
+bool CudaDecoder::greedy(const int32_t *rows, int32_t n, int32_t *ids) {
+  if (n <= 0) return true;
+  ctx_->make_current();
+  const CUstream s = stream_->get();
+  int32_t *out = out_pinned_.as<int32_t>();
+  bool ready = n <= head_rows_;  // after a graph replay the greedy ids are computed already
+  for (int32_t i = 0; ready && i < n; ++i) ready = rows[i] == i;
+  for (int32_t i0 = 0; i0 < n; i0 += p_.max_logit_rows) {
+    const int32_t m = std::min(p_.max_logit_rows, n - i0);
+    if (!ready) {
+      cuda::check(cuda::driver().cuMemcpyHtoDAsync(meta_.rows, rows + i0, size_t(m) * sizeof(int32_t), s),
+                  "cuMemcpyHtoDAsync(rows)");
+      head(meta_.rows, m, true);
+    }
+    cuda::check(cuda::driver().cuMemcpyDtoHAsync(out, ids_, size_t(m) * sizeof(int32_t), s), "cuMemcpyDtoHAsync(ids)");
+    stream_->synchronize();
+    std::copy_n(out, m, ids + i0);
+  }
+  if (!ready) head_rows_ = 0;
+  return true;
 }
 
 }  // namespace vt

@@ -5,8 +5,17 @@
 // SwiGLU product), the products' outputs and q/k/v are bf16: the residual stream, the final normed rows (the
 // lm_head's input) and the logits are fp32, and attention's softmax and accumulators are fp32. The KV cache is
 // in the activation type, with the CPU's paged layout
-// (layer, K|V, n_blocks, block_size, n_kv_heads, head_dim). Matrices stay in their stored dtype and are widened
-// in the kernels: the decode GEMV for bf16 weights and up to 8 rows, the tiled GEMM for everything else.
+// (layer, K|V, n_blocks, block_size, n_kv_heads, head_dim).
+//
+// Fused for the decode step: q|k|v are one matrix (one product, then one kernel for RoPE, Qwen3's q/k norm
+// and the KV store) and gate|up are one matrix (with bf16 weights and <= 8 rows, one GEMV that also applies
+// SiLU·mul). Matrices stay in their stored dtype and are widened in the kernels: the decode GEMV for bf16
+// weights and up to 8 rows; cuBLASLt (when the machine has it) for bf16 weights and activations and more rows;
+// the tiled GEMM for everything else.
+//
+// Decode steps (every sequence one row) up to the largest graph bucket replay a CUDA graph of the whole step:
+// the layers, the lm_head over every row and the greedy argmax; the step's integers go up in one async copy
+// from pinned memory into buffers at fixed addresses first. Other steps launch the same kernels directly.
 //
 // Threads: built on the loading thread, run on the engine's step thread; each entry point makes the context
 // current first. Any CUDA failure throws vt::Error (the step loop ends that batch's requests with it).
@@ -14,11 +23,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/cuda/context.h"
+#include "backend/cuda/cublaslt.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/graphs.h"
 #include "loader/config.h"
 #include "loader/safetensors.h"
 #include "loader/weights.h"
@@ -32,6 +45,9 @@ struct CudaDecoderParams {
   int32_t max_seqs = 0;        // sequences of one forward
   int32_t max_logit_rows = 0;  // rows of one project()
   int32_t n_blocks = 0, block_size = 0;
+  int32_t max_context = 0;             // keys per sequence at most (sizes block tables and attention splits)
+  std::vector<int32_t> graph_buckets;  // decode batch sizes to capture, ascending; empty = no graphs
+  bool graph_dedup = false;
 };
 
 class CudaDecoder : public Decoder {
@@ -46,11 +62,14 @@ class CudaDecoder : public Decoder {
 
   void forward(const ForwardBatch &b) override;
   void project(const int32_t *rows, int32_t n, float *logits) override;
+  bool greedy(const int32_t *rows, int32_t n, int32_t *ids) override;
 
   const std::string &device_name() const { return ctx_->name(); }
   int64_t weight_device_bytes() const { return weight_bytes_; }
   int64_t kv_bytes() const { return int64_t(kv_.bytes()); }
   int64_t workspace_bytes() const { return workspace_bytes_; }
+  int32_t graph_count() const { return graphs_.executables(); }
+  int64_t graph_bytes() const { return graphs_.device_bytes(); }
 
  private:
   struct DMatrix {  // (rows, cols) row-major on the device, stored dtype
@@ -60,15 +79,30 @@ class CudaDecoder : public Decoder {
   };
   struct DLayer {
     CUdeviceptr attn_norm = 0, mlp_norm = 0, q_norm = 0, k_norm = 0;  // fp32; q/k norm 0 unless Qwen3
-    DMatrix q, k, v, o, gate, up, down;
-    CUdeviceptr q_bias = 0, k_bias = 0, v_bias = 0, o_bias = 0, gate_bias = 0, up_bias = 0, down_bias = 0;  // 0: none
+    DMatrix qkv, o, gate_up, down;  // qkv: rows q | k | v; gate_up: rows gate | up
+    CUdeviceptr qkv_bias = 0, o_bias = 0, gate_up_bias = 0, down_bias = 0;  // fp32, 0: none
+  };
+  // The integers of one step in device memory, at fixed offsets (so graphs can read them).
+  struct Meta {
+    CUdeviceptr tokens, positions, slots, q_start, pos0, tables, rows;
   };
 
   DMatrix upload(const Matrix &m, const Checkpoint &ck);
+  DMatrix upload_stacked(std::initializer_list<const Matrix *> parts, const Checkpoint &ck);  // rows concatenated
   CUdeviceptr upload(const std::vector<float> &v);  // 0 for an empty vector
+  CUdeviceptr upload_stacked(std::initializer_list<const std::vector<float> *> parts);  // 0 when all empty
   CUdeviceptr scratch(size_t elems, size_t elem_size);
   void linear(CUdeviceptr x, int32_t T, const DMatrix &m, CUdeviceptr bias, CUdeviceptr y, bool y_f32 = false,
               bool x_f32 = false);
+  // Every layer over T rows of n_seqs sequences, whose integers are in meta_ (block tables table_width_ wide).
+  // max_keys bounds any row's keys (the attention's split count depends on it, never on device values).
+  void layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi_row, int32_t n_tiles);
+  // logits_(n, vocab) = lm_head(final_ rows gathered by the device row list `rows`); then, when
+  // with_argmax, ids_/lps_ = their greedy token and logprob.
+  void head(CUdeviceptr rows, int32_t n, bool with_argmax);
+  // Fills the pinned staging area for a step (padded to n_pad rows/sequences) and copies it up.
+  void stage(const ForwardBatch &b, int32_t n_pad);
+  void capture_graphs();
   CUdeviceptr k_cache(int l) const { return kv_.ptr() + CUdeviceptr(2 * l) * kv_layer_bytes_; }
   CUdeviceptr v_cache(int l) const { return kv_.ptr() + CUdeviceptr(2 * l + 1) * kv_layer_bytes_; }
 
@@ -94,15 +128,34 @@ class CudaDecoder : public Decoder {
   CUdeviceptr residual_ = 0;               // (T, hidden) fp32
   CUdeviceptr normed_ = 0;                 // (T, hidden) the next product's input
   CUdeviceptr final_ = 0;                  // (T, hidden) fp32, the final norm's rows (normed_ when fp32)
-  CUdeviceptr q_ = 0, attn_ = 0;           // (T, n_heads * head_dim)
-  CUdeviceptr k_ = 0, v_ = 0;              // (T, n_kv_heads * head_dim)
+  CUdeviceptr qkv_ = 0;                    // (T, (n_heads + 2 n_kv_heads) * head_dim)
+  CUdeviceptr attn_ = 0;                   // (T, n_heads * head_dim)
   CUdeviceptr proj_ = 0;                   // (T, hidden) (fp32 when sub_f32_)
-  CUdeviceptr gate_ = 0, up_ = 0;          // (T, intermediate)
-  CUdeviceptr last_ = 0;                   // (max_logit_rows, hidden) fp32, rows gathered for project()
+  CUdeviceptr gate_up_ = 0;                // (T, 2 intermediate) (only when the fused SwiGLU GEMV cannot run)
+  CUdeviceptr act_ = 0;                    // (T, intermediate) silu(gate) * up
+  CUdeviceptr last_ = 0;                   // (max_logit_rows, hidden) fp32, rows gathered for the lm_head
+  CUdeviceptr last_act_ = 0;               // (max_logit_rows, hidden) the same rows in bf16 (cuBLASLt's input)
   CUdeviceptr logits_ = 0;                 // (max_logit_rows, vocab) fp32
-  CUdeviceptr rows_ = 0;                   // (max_logit_rows) int32
-  cuda::DeviceBuffer meta_;                // int32: the batch's tokens, positions, slots, sequence tables
-  std::vector<int32_t> meta_host_;
+  CUdeviceptr ids_ = 0, lps_ = 0;          // (max_logit_rows) int32 / fp32: greedy tokens and logprobs
+  CUdeviceptr attn_ws_ = 0;                // split-K decode attention partials, for up to attn_ws_rows_ rows
+  int32_t attn_ws_rows_ = 0;
+  size_t attn_ws_bytes_ = 0;
+  std::unique_ptr<cuda::CublasLt> blas_;   // null or unavailable: own kernels only
+  std::string attn_mode_;                  // VT_CUDA_ATTN: "" (auto), "simple", "noprefill"
+
+  // The step's integers: pinned staging on the host, the same layout in device memory.
+  int32_t table_width_ = 0;                // block-table entries per sequence (max_context / block_size)
+  size_t meta_elems_ = 0, tiles_off_ = 0;
+  cuda::DeviceBuffer meta_buf_;
+  cuda::PinnedBuffer meta_pinned_, out_pinned_;
+  std::unique_ptr<cuda::Event> staged_;    // recorded after each step's upload from meta_pinned_
+  Meta meta_{};
+  std::vector<int32_t> tiles_;             // prefill attention tiles of the step (host)
+  cuda::DeviceBuffer iota_;                // 0, 1, 2, ...: the row list of a decode step
+
+  cuda::DecodeGraphs graphs_;
+  int32_t graph_rows_ = 0;                 // rows of the last forward() when it replayed a graph, else 0
+  int32_t head_rows_ = 0;                  // rows whose logits (and greedy ids) head() left in logits_/ids_
 };
 
 }  // namespace vt

@@ -108,6 +108,23 @@ void DeviceBuffer::fill_bytes(CUstream stream, unsigned char value) {
   check(driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
 }
 
+// --- PinnedBuffer ---------------------------------------------------------------------------------------------
+PinnedBuffer::PinnedBuffer(size_t bytes) : bytes_(bytes) {
+  if (bytes)
+    check(driver().cuMemHostAlloc(&p_, bytes, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc(" + std::to_string(bytes) + " bytes)");
+}
+PinnedBuffer::~PinnedBuffer() {
+  if (p_) driver().cuMemFreeHost(p_);
+}
+PinnedBuffer &PinnedBuffer::operator=(PinnedBuffer &&o) noexcept {
+  if (this != &o) {
+    if (p_) driver().cuMemFreeHost(p_);
+    p_ = std::exchange(o.p_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+
 // --- Stream, Event --------------------------------------------------------------------------------------------
 Stream::Stream() { check(driver().cuStreamCreate(&s_, CU_STREAM_NON_BLOCKING), "cuStreamCreate"); }
 Stream::~Stream() {

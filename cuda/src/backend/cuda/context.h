@@ -87,6 +87,26 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
+// Page-locked host memory (cuMemHostAlloc): what async copies need to be truly asynchronous, and the staging
+// area of each step's metadata. Owned; freed with cuMemFreeHost.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(size_t bytes);
+  ~PinnedBuffer();
+  PinnedBuffer(PinnedBuffer &&o) noexcept : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  PinnedBuffer &operator=(PinnedBuffer &&o) noexcept;
+  PinnedBuffer(const PinnedBuffer &) = delete;
+  PinnedBuffer &operator=(const PinnedBuffer &) = delete;
+  template <class T>
+  T *as() const { return static_cast<T *>(p_); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void *p_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 class Stream {
  public:
   Stream();  // non-blocking with respect to the legacy default stream

@@ -88,6 +88,16 @@ Loaded load() {
   resolve(lib, d.cuEventSynchronize, "cuEventSynchronize", nullptr, &missing);
   resolve(lib, d.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime", &missing);
   resolve(lib, d.cuLaunchKernel, "cuLaunchKernel", nullptr, &missing);
+  resolve(lib, d.cuStreamBeginCapture, "cuStreamBeginCapture_v2", nullptr, &missing);
+  resolve(lib, d.cuStreamEndCapture, "cuStreamEndCapture", nullptr, &missing);
+  resolve(lib, d.cuGraphInstantiate, "cuGraphInstantiateWithFlags", nullptr, &missing);
+  resolve(lib, d.cuGraphLaunch, "cuGraphLaunch", nullptr, &missing);
+  resolve(lib, d.cuGraphExecUpdate, "cuGraphExecUpdate_v2", nullptr, &missing);
+  resolve(lib, d.cuGraphExecDestroy, "cuGraphExecDestroy", nullptr, &missing);
+  resolve(lib, d.cuGraphDestroy, "cuGraphDestroy", nullptr, &missing);
+  resolve(lib, d.cuGraphGetNodes, "cuGraphGetNodes", nullptr, &missing);
+  resolve(lib, d.cuMemHostAlloc, "cuMemHostAlloc", nullptr, &missing);
+  resolve(lib, d.cuMemFreeHost, "cuMemFreeHost", nullptr, &missing);
   if (!missing.empty()) {
     a.reason = "the NVIDIA driver is too old: libcuda.so.1 has no " + missing + " (CUDA " +
                version_text(kMinDriverVersion) + " or newer is needed)";

@@ -19,11 +19,24 @@ struct CUmod_st;
 struct CUfunc_st;
 struct CUstream_st;
 struct CUevent_st;
+struct CUgraph_st;
+struct CUgraphExec_st;
+struct CUgraphNode_st;
 using CUcontext = CUctx_st *;
 using CUmodule = CUmod_st *;
 using CUfunction = CUfunc_st *;
 using CUstream = CUstream_st *;
 using CUevent = CUevent_st *;
+using CUgraph = CUgraph_st *;
+using CUgraphExec = CUgraphExec_st *;
+using CUgraphNode = CUgraphNode_st *;
+
+// cuGraphExecUpdate_v2's report (cuda.h: CUgraphExecUpdateResultInfo_v1).
+struct CUgraphExecUpdateResultInfo {
+  int result;  // CUgraphExecUpdateResult: 0 = CU_GRAPH_EXEC_UPDATE_SUCCESS
+  CUgraphNode errorNode;
+  CUgraphNode errorFromNode;
+};
 
 // The constants we use, with cuda.h's values.
 enum : int {
@@ -44,6 +57,10 @@ enum : int {
 };
 enum : int { CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
 enum : unsigned { CU_STREAM_NON_BLOCKING = 1, CU_EVENT_DEFAULT = 0 };
+// CUstreamCaptureMode: thread-local capture only forbids unsafe calls (cuMemAlloc, ...) on the capturing
+// thread, so a JS thread asking for memory figures during a capture is not affected.
+enum : int { CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1 };
+enum : unsigned { CU_MEMHOSTALLOC_PORTABLE = 1 };
 
 // --- the function table ----------------------------------------------------------------------------------------
 struct Driver {
@@ -82,6 +99,17 @@ struct Driver {
   CUresult (*cuEventRecord)(CUevent e, CUstream s);
   CUresult (*cuEventSynchronize)(CUevent e);
   CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end);      // _v2 where the driver has it
+  // CUDA graphs (decode steps) and pinned host memory (the step's metadata staging)
+  CUresult (*cuStreamBeginCapture)(CUstream s, int mode);                     // _v2
+  CUresult (*cuStreamEndCapture)(CUstream s, CUgraph *graph);
+  CUresult (*cuGraphInstantiate)(CUgraphExec *exec, CUgraph graph, unsigned long long flags);  // WithFlags
+  CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream s);
+  CUresult (*cuGraphExecUpdate)(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo *info);  // _v2
+  CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
+  CUresult (*cuGraphDestroy)(CUgraph graph);
+  CUresult (*cuGraphGetNodes)(CUgraph graph, CUgraphNode *nodes, size_t *n);
+  CUresult (*cuMemHostAlloc)(void **p, size_t bytes, unsigned flags);
+  CUresult (*cuMemFreeHost)(void *p);
   CUresult (*cuLaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                              unsigned bz, unsigned shared_bytes, CUstream s, void **params, void **extra);
 };
