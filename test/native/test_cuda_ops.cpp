@@ -1239,6 +1239,7 @@ void test_cublaslt_shape(Env &env, cuda::CublasLt &lt, int64_t M, int64_t K, int
   }
   for (int bias = 0; bias < 2; ++bias)
     for (int y_f32 = 0; y_f32 < 2; ++y_f32)
+      if (!bias || y_f32)  // cuBLASLt 13.1 has no fp32 bias for a bf16 output (CUBLAS_STATUS_INVALID_VALUE)
       check_case(env,
                  fmt("cublaslt[bf16%s] M %lld K %lld N %lld%s%s", y_f32 ? "->f32" : "", (long long)M, (long long)K,
                      (long long)N, bias ? " +bias" : "", misaligned ? " x,y misaligned" : ""),

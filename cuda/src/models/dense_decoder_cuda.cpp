@@ -222,7 +222,8 @@ void CudaDecoder::stage(const ForwardBatch &b, int32_t n_pad) {
   std::copy_n(b.positions, T, positions);
   std::copy_n(b.slots, T, slots);
   for (int32_t t = T; t < n_pad; ++t) tokens[t] = 0, positions[t] = 0, slots[t] = -1;  // padding: nothing stored
-  std::copy_n(b.attn.seq_q_start, n_seqs + 1, q_start);
+  q_start[0] = 0;  // (an all-padding step, as when warming up the graphs, has no arrays at all)
+  if (n_seqs > 0) std::copy_n(b.attn.seq_q_start + 1, n_seqs, q_start + 1);
   std::copy_n(b.attn.seq_pos0, n_seqs, pos0);
   for (int32_t s = n_seqs; s < seqs_pad; ++s) q_start[s + 1] = s + 1, pos0[s] = 0;
   const int32_t wb = b.attn.max_blocks_per_seq;

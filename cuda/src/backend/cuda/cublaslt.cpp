@@ -357,6 +357,7 @@ void CublasLt::matmul(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdevicep
     fail(VT_ERR_INTERNAL, "CublasLt::matmul called with a bad shape (" + shape_text(M, K, N, y_f32, bias != 0) + ")");
   if (M == 0) return;
   if (!x || !w || !y) fail(VT_ERR_INTERNAL, "CublasLt::matmul called with a null pointer");
+  if (bias && !y_f32) fail(VT_ERR_INTERNAL, "CublasLt::matmul: an fp32 bias needs an fp32 output");
   Plan &p = plan_for(M, K, N, y_f32, x, w, y, bias);
   if (bias) set_desc(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, host_view(bias), "BIAS_POINTER");
   const float alpha = 1.0f, beta = 0.0f;  // host scalars in the scale type (fp32); beta 0: C is not read

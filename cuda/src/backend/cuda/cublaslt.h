@@ -42,8 +42,9 @@ class CublasLt {
   int64_t workspace_bytes() const { return int64_t(workspace_.bytes()); }
 
   // y(M, N) = x(M, K) · w(N, K)ᵀ (+ bias(N)), all row-major: x and w bf16, fp32 accumulation, y bf16 or fp32
-  // (y_f32). bias is fp32 or 0, added in cuBLASLt's epilogue (with a bf16 y that needs cuBLASLt to take an
-  // fp32 bias for a bf16 output; when it does not, this throws naming that). Any shape and any element
+  // (y_f32). bias is fp32 or 0, added in cuBLASLt's epilogue, with an fp32 y only (cuBLASLt 13.1 on the H200
+  // answers CUBLAS_STATUS_INVALID_VALUE to an fp32 bias with a bf16 y; callers keep biased bf16 products on
+  // their own kernels). Any shape and any element
   // alignment of the pointers. Enqueues on s and returns: it neither allocates device memory nor synchronizes,
   // so it can be captured into a CUDA graph, whose replays then use this object's workspace (keep it alive).
   // The first product of each shape (and alignment of its pointers) also chooses an algorithm, on the host

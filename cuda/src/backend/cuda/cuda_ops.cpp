@@ -21,10 +21,10 @@ void require(bool ok, const char *what) {
 
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
-// gemv.cuh's launch: kGemvThreads per block, one block per SM, at most one per unit of work (a row, or a
-// gate/up row pair); more rows of x than 8 go in chunks of 8, then what is left by powers of two.
-constexpr unsigned kGemvThreads = 512;
-Dim3 gemv_grid(const Context &ctx, int64_t units) { return {unsigned(std::min<int64_t>(ctx.sm_count(), units))}; }
+// gemv.cuh's launch: one warp per output (a row, or a gate/up row pair), 8 per block; more rows of x than 8 go
+// in chunks of 8, then what is left by powers of two.
+constexpr unsigned kGemvThreads = 256;
+Dim3 gemv_grid(const Context &, int64_t units) { return {unsigned((units + 7) / 8)}; }
 int gemv_chunk_log2(int64_t rows_left) { return rows_left >= 8 ? 3 : rows_left >= 4 ? 2 : rows_left >= 2 ? 1 : 0; }
 
 // attention_prefill.cuh's prefill_smem_bytes: K and V, two stages, kPrefillTileRows rows of head_dim + 8 bf16.
