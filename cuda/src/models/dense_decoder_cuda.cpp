@@ -201,7 +201,7 @@ CudaDecoder::~CudaDecoder() {
 void CudaDecoder::linear(CUdeviceptr x, int32_t T, const DMatrix &m, CUdeviceptr bias, CUdeviceptr y, bool y_f32,
                          bool x_f32) {
   const CUstream s = stream_->get();
-  if (m.dtype == DType::BF16 && T <= 8)
+  if (m.dtype == DType::BF16 && T <= gemv_rows_max())
     ops_->gemv(s, x, T, m.cols, m.ptr, m.rows, bias, y, y_f32, x_f32);
   else if (blas_ && m.dtype == DType::BF16 && !bias && !x_f32)
     blas_->matmul(s, x, T, m.cols, m.ptr, m.rows, y, y_f32);
@@ -272,7 +272,7 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
     linear(attn_, T, L.o, L.o_bias, proj_, sub_f32_);
     // residual += attention output; normed = post_attention_layernorm(residual)
     ops_->add_rmsnorm_res32(s, residual_, proj_, sub_f32_, T, H, L.mlp_norm, eps, normed_, false);
-    if (L.gate_up.dtype == DType::BF16 && T <= 8 && !L.gate_up_bias) {
+    if (L.gate_up.dtype == DType::BF16 && T <= gemv_rows_max() && !L.gate_up_bias) {
       ops_->gemv_swiglu(s, normed_, T, H, L.gate_up.ptr, I, act_);
     } else {
       linear(normed_, T, L.gate_up, L.gate_up_bias, gate_up_);

@@ -94,6 +94,9 @@ class CudaDecoder : public Decoder {
   CUdeviceptr scratch(size_t elems, size_t elem_size);
   void linear(CUdeviceptr x, int32_t T, const DMatrix &m, CUdeviceptr bias, CUdeviceptr y, bool y_f32 = false,
               bool x_f32 = false);
+  // Rows up to which bf16 products use the GEMV: beyond 4 it re-reads x per weight chunk and cuBLASLt (when
+  // present) streams the weights faster; without cuBLASLt the GEMV still beats the tiled GEMM up to 8.
+  int32_t gemv_rows_max() const { return blas_ ? 4 : 8; }
   // Every layer over T rows of n_seqs sequences, whose integers are in meta_ (block tables table_width_ wide).
   // max_keys bounds any row's keys (the attention's split count depends on it, never on device values).
   void layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi_row, int32_t n_tiles);

@@ -39,6 +39,22 @@ __device__ __forceinline__ void unpack_bf16x8(const uint4 v, float (&f)[8]) {
   f[6] = bf16_bits_to_f32(v.w & 0xffffu), f[7] = bf16_bits_to_f32(v.w >> 16);
 }
 
+// Programmatic dependent launch (sm_90+; no-ops on older targets and for kernels launched without it):
+//   pdl_trigger(): this grid's dependents may start launching now (they still wait for its completion before
+//     touching its results); called first thing by the kernels of a decode step;
+//   pdl_wait(): blocks until every earlier grid on the stream has completed and its writes are visible; a
+//     kernel launched with Context::launch_pdl calls it before any dependent read or write.
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -1,5 +1,7 @@
 #include "backend/cuda/context.h"
 
+#include <cstdlib>
+
 #include "backend/cuda/kernel_images.h"
 #include "status.h"
 
@@ -19,6 +21,8 @@ Context::Context(int ordinal) {
   check(d.cuDeviceTotalMem(&total, dev_), "cuDeviceTotalMem");
   name_ = name;
   cc_ = major * 10 + minor;
+  const char *pdl = std::getenv("VT_CUDA_PDL");
+  pdl_ = cc_ >= 90 && !(pdl && pdl[0] == '0');
   l2_bytes_ = l2;
   total_bytes_ = int64_t(total);
 

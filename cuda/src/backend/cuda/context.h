@@ -46,6 +46,22 @@ class Context {
           "cuLaunchKernel");
   }
 
+  // launch() with programmatic dependent launch (Hopper and newer; VT_CUDA_PDL=0 turns it off): the kernel may
+  // start while the previous kernel on the stream is still running, so it MUST execute griddepcontrol.wait
+  // (pdl_wait() in common.cuh) before reading anything an earlier kernel wrote or writing anything one reads.
+  // What it does before that (prefetching weights) overlaps the previous kernel's tail.
+  template <class... Args>
+  void launch_pdl(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, const Args &...args) const {
+    if (!pdl_) return launch(f, grid, block, shared_bytes, stream, args...);
+    void *params[] = {const_cast<void *>(static_cast<const void *>(&args))..., nullptr};
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    const CUlaunchConfig cfg{grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream, &attr, 1};
+    check(driver().cuLaunchKernelEx(&cfg, f, params, nullptr), "cuLaunchKernelEx");
+  }
+  bool pdl() const { return pdl_; }
+
   const std::string &name() const { return name_; }
   int compute_capability() const { return cc_; }  // e.g. 90
   int sm_count() const { return sm_count_; }
@@ -60,6 +76,7 @@ class Context {
   std::unordered_map<std::string, CUfunction> functions_;
   std::string name_;
   int cc_ = 0, sm_count_ = 0;
+  bool pdl_ = false;  // programmatic dependent launch: compute capability >= 9.0 and not VT_CUDA_PDL=0
   int64_t l2_bytes_ = 0, total_bytes_ = 0;
 };
 

@@ -158,7 +158,7 @@ void Ops::gemv(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, i
   for (int64_t m0 = 0; m0 < M;) {  // each chunk reads w once
     const int lm = gemv_chunk_log2(M - m0);
     const CUdeviceptr xm = x + CUdeviceptr(m0 * K * int64_t(xs)), ym = y + CUdeviceptr(m0 * N * int64_t(ys));
-    ctx_.launch(x_f32 ? gemv_x32_[lm] : gemv_[y_f32 ? 1 : 0][lm], grid, {kGemvThreads}, 0, s, xm, w, bias, ym, k, n, vec);
+    ctx_.launch_pdl(x_f32 ? gemv_x32_[lm] : gemv_[y_f32 ? 1 : 0][lm], grid, {kGemvThreads}, 0, s, xm, w, bias, ym, k, n, vec);
     m0 += int64_t(1) << lm;
   }
 }
@@ -174,7 +174,7 @@ void Ops::gemv_swiglu(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdevicep
   for (int64_t m0 = 0; m0 < M;) {
     const int lm = gemv_chunk_log2(M - m0);
     const CUdeviceptr xm = x + CUdeviceptr(m0 * K * as), ym = y + CUdeviceptr(m0 * I * as);
-    ctx_.launch(gemv_swiglu_[lm], grid, {kGemvThreads}, 0, s, xm, w_gate_up, ym, k, i, vec);
+    ctx_.launch_pdl(gemv_swiglu_[lm], grid, {kGemvThreads}, 0, s, xm, w_gate_up, ym, k, i, vec);
     m0 += int64_t(1) << lm;
   }
 }

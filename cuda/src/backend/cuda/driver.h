@@ -31,6 +31,24 @@ using CUgraph = CUgraph_st *;
 using CUgraphExec = CUgraphExec_st *;
 using CUgraphNode = CUgraphNode_st *;
 
+// cuLaunchKernelEx's configuration (cuda.h: CUlaunchConfig, CUlaunchAttribute with its 64-byte value union).
+enum : int { CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
+struct CUlaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmaticStreamSerializationAllowed;
+  } value;
+};
+struct CUlaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned numAttrs;
+};
+static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute must match cuda.h");
+
 // cuGraphExecUpdate_v2's report (cuda.h: CUgraphExecUpdateResultInfo_v1).
 struct CUgraphExecUpdateResultInfo {
   int result;  // CUgraphExecUpdateResult: 0 = CU_GRAPH_EXEC_UPDATE_SUCCESS
@@ -110,6 +128,7 @@ struct Driver {
   CUresult (*cuGraphGetNodes)(CUgraph graph, CUgraphNode *nodes, size_t *n);
   CUresult (*cuMemHostAlloc)(void **p, size_t bytes, unsigned flags);
   CUresult (*cuMemFreeHost)(void *p);
+  CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *config, CUfunction fn, void **params, void **extra);
   CUresult (*cuLaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                              unsigned bz, unsigned shared_bytes, CUstream s, void **params, void **extra);
 };

@@ -46,12 +46,20 @@ template <int M, int R, class X, class Y>
 __device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *__restrict__ w,
                                           const float *__restrict__ bias, Y *__restrict__ y, int K, int N, int vec) {
   constexpr int U = (M <= 2 ? 8 : 4) / R;  // 16-byte weight loads in flight per lane and row
+  pdl_trigger();
   const int lane = threadIdx.x & 31;
   const int n = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (n >= N) return;  // whole warps only: no barrier below
   const bf16 *wr[R];
 #pragma unroll
-  for (int r = 0; r < R; ++r) wr[r] = w + (int64_t(n) + int64_t(r) * N) * K;
+  for (int r = 0; r < R; ++r) wr[r] = w + (int64_t(min(n, N - 1)) + int64_t(r) * N) * K;
+  // Launched with PDL (Ops::gemv), this warp may start while the previous kernel still runs: the weights do
+  // not depend on it, so stream the row into L2 now and wait for x only then.
+  if (n < N && vec)
+    for (int c = lane; c < K / 8; c += 32)
+#pragma unroll
+      for (int r = 0; r < R; ++r) asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const uint4 *>(wr[r]) + c));
+  pdl_wait();
+  if (n >= N) return;  // whole warps only: no barrier below
   float acc[R][M];
 #pragma unroll
   for (int r = 0; r < R; ++r)
