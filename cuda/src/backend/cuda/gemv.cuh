@@ -52,16 +52,9 @@ __device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *_
   const bf16 *wr[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) wr[r] = w + (int64_t(min(n, N - 1)) + int64_t(r) * N) * K;
-  // Launched with PDL (Ops::gemv), this warp may start while the previous kernel still runs: the weights do
-  // not depend on it, so the first batch of this warp's loads goes to L2 now and x is waited for only then.
-  // (Prefetching the whole row instead cost the 8B decode step 20% on the H200, with or without PDL.)
-  if (n < N && vec)
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (lane + 32 * u < K / 8)
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-          asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const uint4 *>(wr[r]) + lane + 32 * u));
+  // Launched with PDL (Ops::gemv), this warp may start while the previous kernel still runs; it waits before
+  // reading x. (Prefetching weights into L2 before the wait measured slower on the H200: the whole row cost the
+  // 8B decode step 20%, the first batch of loads 6%; bench/RESULTS.md.)
   pdl_wait();
   if (n >= N) return;  // whole warps only: no barrier below
   float acc[R][M];
