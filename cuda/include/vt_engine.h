@@ -78,7 +78,7 @@ typedef struct vt_engine_params {
   vt_progress_fn progress;
   void *progress_user;
   const volatile int32_t *cancel; /* optional: load stops with VT_ERR_CANCELLED when *cancel != 0 */
-  vt_dtype dtype;             /* CUDA activations; AUTO = float32 for now (bfloat16 once it is checked) */
+  vt_dtype dtype;             /* CUDA activations; AUTO = bfloat16 (FLOAT32: exact against fp32 references) */
   vt_cuda_graphs cuda_graphs;
 } vt_engine_params;
 

@@ -75,9 +75,10 @@ export interface LoadOptions {
   /** Size of the KV-cache pool in bytes. Default: room for max(maxContext, 4096) tokens. */
   kvCacheBytes?: number;
   /**
-   * Activation precision on the GPU: `'float32'` (exact against fp32 references; for debugging and tests) or
-   * `'bfloat16'` (faster; rounds more). Default `'auto'`, which is `'float32'` in this release. The CPU backend
-   * always computes in float32.
+   * Activation precision on the GPU: `'bfloat16'` (the default: tensor cores for prefill and large batches; the
+   * residual stream, softmax and logits stay fp32; within transformers' own bf16 error of float64 references)
+   * or `'float32'` (exact against fp32 references to rounding, slower prefill; for debugging and tests).
+   * Default `'auto'`, which is `'bfloat16'` on the GPU. The CPU backend always computes in float32.
    */
   dtype?: 'auto' | 'float32' | 'bfloat16';
   /**
