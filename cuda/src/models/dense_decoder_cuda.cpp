@@ -290,8 +290,8 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
 void CudaDecoder::head(CUdeviceptr rows, int32_t n, bool with_argmax) {
   const CUstream s = stream_->get();
   const int64_t H = c_.hidden_size, V = c_.vocab_size;
-  // Gather the rows (the embedding kernel is a row gather). Up to 8 rows the GEMV reads the fp32 rows; more go
-  // through cuBLASLt in bf16 (the lm_head is most of a large batch's arithmetic).
+  // Gather the rows (the embedding kernel is a row gather). Up to gemv_rows_max() rows the GEMV reads the fp32
+  // rows; more go through cuBLASLt in bf16 (the lm_head is most of a large batch's arithmetic).
   if (blas_ && n > gemv_rows_max() && lm_head_.dtype == DType::BF16) {
     ops_->embed(s, final_, DType::F32, H, rows, n, last_act_, /*out_f32=*/false);
     blas_->matmul(s, last_act_, n, H, lm_head_.ptr, V, logits_, /*y_f32=*/true);

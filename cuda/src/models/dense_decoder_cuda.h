@@ -8,10 +8,11 @@
 // (layer, K|V, n_blocks, block_size, n_kv_heads, head_dim).
 //
 // Fused for the decode step: q|k|v are one matrix (one product, then one kernel for RoPE, Qwen3's q/k norm
-// and the KV store) and gate|up are one matrix (with bf16 weights and <= 8 rows, one GEMV that also applies
+// and the KV store) and gate|up are one matrix (with bf16 weights and few rows, one GEMV that also applies
 // SiLU·mul). Matrices stay in their stored dtype and are widened in the kernels: the decode GEMV for bf16
-// weights and up to 8 rows; cuBLASLt (when the machine has it) for bf16 weights and activations and more rows;
-// the tiled GEMM for everything else.
+// weights and up to gemv_rows_max() rows (4 with cuBLASLt, 8 without); cuBLASLt (when the machine has it) for
+// bf16 weights and activations and more rows; the tiled GEMM for everything else. Kernels that follow one
+// another in a decode step overlap their launch (programmatic dependent launch, Hopper and newer).
 //
 // Decode steps (every sequence one row) up to the largest graph bucket replay a CUDA graph of the whole step:
 // the layers, the lm_head over every row and the greedy argmax; the step's integers go up in one async copy
