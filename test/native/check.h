@@ -19,5 +19,8 @@ inline void record(bool ok, const std::string &what, const std::string &why = ""
   }
 }
 
+// CHECK(cond): records the condition, naming file, line and the condition's text when it fails.
+#define CHECK(cond) record(static_cast<bool>(cond), std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " #cond)
+
 inline double uni(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(g_rng); }
 inline int64_t below(int64_t n) { return std::uniform_int_distribution<int64_t>(0, n - 1)(g_rng); }

@@ -923,6 +923,40 @@ void test_attention(Env &env, cuda::Ops &ops) {
 // from the GPU's SM count, so a batch of a few rows runs most rows in several splits (batch 1 at 4096 keys:
 // 32 on an H200) and a batch of 64 in one.
 
+// The caches of one attention case: sequences given as (query rows, first query position), each owning
+// ceil(keys / bs) blocks handed out in a shuffled order (so tables are not the identity), every key and value
+// random, and 3 spare blocks plus every slot past a sequence's keys NaN (a kernel reading them fails the check).
+struct PagedKv {
+  std::vector<int32_t> tables;  // (n_seqs, max_blocks), -1 past a sequence's blocks
+  std::vector<float> k, v;      // (n_blocks, bs, n_kv, hd)
+  int32_t n_blocks = 0;
+};
+PagedKv make_paged_kv(const std::vector<std::pair<int32_t, int32_t>> &seqs, int32_t n_kv, int32_t hd, int32_t bs,
+                      Act act, int32_t max_blocks, int32_t total_blocks) {
+  PagedKv kv;
+  const int32_t n_seqs = int32_t(seqs.size());
+  kv.n_blocks = total_blocks + 3;  // spares, never handed out: NaN throughout
+  std::vector<int32_t> perm(static_cast<size_t>(kv.n_blocks));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), g_rng);
+  kv.tables.assign(size_t(n_seqs) * size_t(max_blocks), -1);
+  const int64_t row = int64_t(n_kv) * hd;
+  kv.k.assign(size_t(kv.n_blocks) * size_t(bs) * size_t(row), NAN);
+  kv.v = kv.k;
+  int32_t next = 0;
+  for (int32_t s = 0; s < n_seqs; ++s) {
+    const int32_t n_keys = seqs[size_t(s)].second + seqs[size_t(s)].first;
+    for (int32_t b = 0; b < (n_keys + bs - 1) / bs; ++b) kv.tables[size_t(s * max_blocks + b)] = perm[size_t(next++)];
+    for (int32_t p = 0; p < n_keys; ++p) {
+      const int64_t slot = int64_t(kv.tables[size_t(s * max_blocks + p / bs)]) * bs + p % bs;
+      auto kr = rand_act(size_t(row), act, -2, 2), vr = rand_act(size_t(row), act, -1, 1);
+      std::copy(kr.begin(), kr.end(), kv.k.begin() + slot * row);
+      std::copy(vr.begin(), vr.end(), kv.v.begin() + slot * row);
+    }
+  }
+  return kv;
+}
+
 struct DecodeCase {
   int32_t max_keys_extra = 0;  // max_keys = the longest row + this (the graph case: a bound, not the length)
   int32_t max_keys_cut = 0;    // max_keys = the longest row - this (past the contract's bound: still right)
@@ -953,24 +987,9 @@ void test_attention_decode_case(Env &env, cuda::Ops &ops, int32_t n_heads, int32
                  cuda::act_name(act), label, n_heads, n_kv, hd, bs, seqs.size(), max_keys, splits,
                  opt.q_pad ? " strided q" : "", opt.cache_offset ? " offset caches" : ""),
              [&](std::string &why) {
-               const int32_t n_blocks = total_blocks + 3;  // spares, never handed out: NaN throughout
-               std::vector<int32_t> perm(static_cast<size_t>(n_blocks));
-               std::iota(perm.begin(), perm.end(), 0);
-               std::shuffle(perm.begin(), perm.end(), g_rng);
-               std::vector<int32_t> tables(size_t(n_seqs) * size_t(max_blocks), -1);
-               const int64_t row = int64_t(n_kv) * hd;
-               std::vector<float> kc(size_t(n_blocks) * size_t(bs) * size_t(row), NAN), vc = kc;
-               int32_t next = 0;
-               for (int32_t s = 0; s < n_seqs; ++s) {
-                 const int32_t n_keys = seqs[size_t(s)].second + seqs[size_t(s)].first;
-                 for (int32_t b = 0; b < (n_keys + bs - 1) / bs; ++b) tables[size_t(s * max_blocks + b)] = perm[size_t(next++)];
-                 for (int32_t p = 0; p < n_keys; ++p) {
-                   const int64_t slot = int64_t(tables[size_t(s * max_blocks + p / bs)]) * bs + p % bs;
-                   auto kr = rand_act(size_t(row), act, -2, 2), vr = rand_act(size_t(row), act, -1, 1);
-                   std::copy(kr.begin(), kr.end(), kc.begin() + slot * row);
-                   std::copy(vr.begin(), vr.end(), vc.begin() + slot * row);
-                 }
-               }
+               const PagedKv kv = make_paged_kv(seqs, n_kv, hd, bs, act, max_blocks, total_blocks);
+               const std::vector<int32_t> &tables = kv.tables;
+               const std::vector<float> &kc = kv.k, &vc = kv.v;
                const int64_t width = int64_t(n_heads) * hd, stride = width + opt.q_pad;
                auto q = rand_act(size_t(T) * size_t(width), act, -2, 2);
                std::vector<float> q_rows(size_t(T) * size_t(stride), NAN);  // columns past the heads: not to be read
@@ -1109,24 +1128,9 @@ void test_attention_prefill_case(Env &env, cuda::Ops &ops, int32_t n_heads, int3
                  total_blocks += nb;
                }
                const int32_t T = q_start.back();
-               const int32_t n_blocks = total_blocks + 3;  // spares, never handed out: NaN throughout
-               std::vector<int32_t> perm(static_cast<size_t>(n_blocks));
-               std::iota(perm.begin(), perm.end(), 0);
-               std::shuffle(perm.begin(), perm.end(), g_rng);
-               std::vector<int32_t> tables(size_t(n_seqs) * size_t(max_blocks), -1);
-               const int64_t row = int64_t(n_kv) * hd;
-               std::vector<float> kc(size_t(n_blocks) * size_t(bs) * size_t(row), NAN), vc = kc;
-               int32_t next = 0;
-               for (int32_t s = 0; s < n_seqs; ++s) {
-                 const int32_t n_keys = seqs[size_t(s)].second + seqs[size_t(s)].first;
-                 for (int32_t b = 0; b < (n_keys + bs - 1) / bs; ++b) tables[size_t(s * max_blocks + b)] = perm[size_t(next++)];
-                 for (int32_t p = 0; p < n_keys; ++p) {
-                   const int64_t slot = int64_t(tables[size_t(s * max_blocks + p / bs)]) * bs + p % bs;
-                   auto kr = rand_act(size_t(row), act, -2, 2), vr = rand_act(size_t(row), act, -1, 1);
-                   std::copy(kr.begin(), kr.end(), kc.begin() + slot * row);
-                   std::copy(vr.begin(), vr.end(), vc.begin() + slot * row);
-                 }
-               }
+               const PagedKv kv = make_paged_kv(seqs, n_kv, hd, bs, act, max_blocks, total_blocks);
+               const std::vector<int32_t> &tables = kv.tables;
+               const std::vector<float> &kc = kv.k, &vc = kv.v;
                const int64_t width = int64_t(n_heads) * hd, stride = width + q_pad;
                auto q = rand_act(size_t(T) * size_t(width), act, -2, 2);
                if (uniform) std::fill(q.begin(), q.end(), 0.f);

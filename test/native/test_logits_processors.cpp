@@ -7,14 +7,9 @@
 #include <random>
 #include <set>
 
+#include "check.h"
 #include "logits_processors.h"
 
-static int passed = 0, failed = 0;
-#define CHECK(cond)                                                               \
-  do {                                                                            \
-    if (cond) ++passed;                                                           \
-    else { ++failed; std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); } \
-  } while (0)
 
 int main() {
   std::mt19937 gen(7);
@@ -49,6 +44,6 @@ int main() {
   }
   vt::LogitsProcessors off;
   CHECK(!off.active());
-  std::printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  std::printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed ? 1 : 0;
 }

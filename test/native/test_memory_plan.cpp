@@ -7,15 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "memory_plan.h"
 #include "status.h"
 
-static int passed = 0, failed = 0;
-#define CHECK(cond)                                                               \
-  do {                                                                            \
-    if (cond) ++passed;                                                           \
-    else { ++failed; std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); } \
-  } while (0)
 
 using Buckets = std::vector<int32_t>;
 
@@ -164,6 +159,6 @@ int main() {
   given_buckets();
   bad_fields();
   random_defaults();
-  std::printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  std::printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed ? 1 : 0;
 }

@@ -4,15 +4,10 @@
 #include <memory>
 #include <string>
 
+#include "check.h"
 #include "block_manager.h"
 #include "scheduler.h"
 
-static int passed = 0, failed = 0;
-#define CHECK(cond)                                                               \
-  do {                                                                            \
-    if (cond) ++passed;                                                           \
-    else { ++failed; std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); } \
-  } while (0)
 
 static std::unique_ptr<vt::Sequence> seq(uint64_t id, int prompt) {
   auto s = std::make_unique<vt::Sequence>();
@@ -103,6 +98,6 @@ int main() {
   chunked_prefill();
   seats();
   preemption();
-  std::printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  std::printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed ? 1 : 0;
 }
