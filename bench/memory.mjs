@@ -11,7 +11,10 @@
 //   npm run build:ts && node bench/memory.mjs --engine vtengine
 // On the CPU of the GPU machine, both sides in one run (needs Node there, and python3 with torch + transformers):
 //   node bench/memory.mjs --engine both --hf-device cpu --json $OUT/memory.json
-// On the GPU machine without Node: measure the peer alone there, then merge its result into the table here
+// On the GPU (issue 5's GPU run): scripts/gpu-memory.sh there measures both sides in one run, ours through the C
+// ABI (bench/memory-engine.cpp, no Node needed), and prints the table; bench/memory_table.py --markdown turns its
+// JSON into bench/RESULTS.md rows.
+// On the GPU machine's CPU without Node: measure the peer alone there, then merge its result into the table here
 // (it is then from another run, and the table says so):
 //   there (carrying only the checkpoint's config.json and generation_config.json; --make writes random weights):
 //          C=bench/checkpoints/qwen3-0.6b-bf16; W="--checkpoint $C --device cpu --requests 4 --prompt 512 --new 128"

@@ -40,6 +40,13 @@ def prompt(n, vocab, salt):
     return [((i + salt) * 7919 + salt * 104729) % (vocab - 10) + 5 for i in range(n)]
 
 
+def prompt_checksum(total, ids):
+    # The same fold as bench/memory-engine.cpp's, so the table can show both sides were fed the same ids.
+    for i in ids:
+        total = (total * 31 + i) % 1000000007
+    return total
+
+
 def make(folder):
     """Random bf16 weights for folder/config.json (carried from the machine that made the checkpoint; the weights,
     GBs, are not carried): the same shape and config, other random values, which memory does not care about."""
@@ -101,7 +108,12 @@ def main():
     mark("serve")
     t1 = time.monotonic()
     vocab = AutoConfig.from_pretrained(a.checkpoint).vocab_size
-    ids = torch.tensor([prompt(a.prompt, vocab, r) for r in range(a.requests)], device=model.device)
+    prompts = [prompt(a.prompt, vocab, r) for r in range(a.requests)]
+    info["prompt0Head"] = prompts[0][:8]
+    info["promptChecksum"] = 0
+    for p in prompts:
+        info["promptChecksum"] = prompt_checksum(info["promptChecksum"], p)
+    ids = torch.tensor(prompts, device=model.device)
     with torch.inference_mode():
         out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False,
                              max_new_tokens=a.new, min_new_tokens=a.new, pad_token_id=0)

@@ -49,6 +49,8 @@ prepare() {
   "$cxx" "${flags[@]}" test/gpu/golden_cuda.cpp "${objs[@]}" "${ld[@]}" -o "$out/golden_cuda"
   # The end-to-end benchmark's engine side (scripts/gpu-bench.sh runs it), and the commit it was built from.
   "$cxx" "${flags[@]}" bench/cuda-engine.cpp "${objs[@]}" "${ld[@]}" -o "$out/bench_cuda_engine"
+  # The memory benchmark's engine side (scripts/gpu-memory.sh runs it under bench/memory.py).
+  "$cxx" "${flags[@]}" bench/memory-engine.cpp "${objs[@]}" "${ld[@]}" -o "$out/bench_memory_engine"
   echo "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo '+uncommitted')" > "$out/commit.txt"
   echo "gpu-check prepare: $(du -sh "$out" | cut -f1) in .gpu-out/ in $((SECONDS - t0)) s"
 }
