@@ -1,6 +1,7 @@
 #include "engine_wrap.h"
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "errors.h"
@@ -175,6 +176,12 @@ Napi::Value EngineWrap::memory(const Napi::CallbackInfo &info) {
   o.Set("workspaceBytes", double(m.workspace_bytes));
   o.Set("graphsCount", m.graphs_count);
   o.Set("graphsBytes", double(m.graphs_bytes));
+  o.Set("gpuDevice", m.gpu_device);
+  o.Set("gpuTotalBytes", double(m.gpu_total_bytes));
+  o.Set("gpuFreeBytes", double(m.gpu_free_bytes));
+  o.Set("gpuUnifiedMemory", m.gpu_unified_memory != 0);
+  // strnlen: the C side always terminates it, but a fixed-size field is read as one either way.
+  o.Set("gpuName", Napi::String::New(env, m.gpu_name, strnlen(m.gpu_name, sizeof m.gpu_name)));
   return o;
 }
 

@@ -208,8 +208,15 @@ typedef struct vt_memory_report {
   int64_t workspace_bytes;              /* activations, logits and sampler scratch, sized at load */
   int32_t graphs_count;                 /* CUDA graphs (0 on the CPU backend) */
   int64_t graphs_bytes;                 /* -1 when not measurable */
+  /* The GPU, read from the driver at the time of the call (appended: the fields above keep their offsets). */
+  int32_t gpu_device;                   /* CUDA ordinal of the engine's GPU; -1 on the CPU backend */
+  int64_t gpu_total_bytes;              /* the device's memory (cuMemGetInfo); -1 on the CPU backend */
+  int64_t gpu_free_bytes;               /* free on the device now, all processes; -1 on the CPU or if the driver fails */
+  int32_t gpu_unified_memory;           /* 1: an integrated GPU that shares the host's memory (GB10, Jetson Thor) */
+  char gpu_name[96];                    /* "NVIDIA H200"; empty on the CPU backend */
 } vt_memory_report;
 
+/* Callable from any thread, also while the step thread runs (the JS thread asks between steps). */
 vt_status vt_engine_memory(vt_engine *engine, vt_memory_report *out);
 
 /* What vt_engine_load(dir, params) would take, computed from config.json and the safetensors headers without

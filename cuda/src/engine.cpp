@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "backend/cuda/driver.h"
@@ -82,6 +83,7 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
     e->graphs_count_ = cm->graph_count();
     e->graphs_bytes_ = cm->graph_bytes();
     e->device_name_ = "cuda";
+    e->gpu_ = &cm->context();
     model = std::move(cm);
   } else {
     // Fail now, with the option to change, rather than half-way through serving: on the CPU backend the KV pool
@@ -148,6 +150,17 @@ vt_memory_report Engine::memory() {
   r.workspace_bytes = workspace_bytes_;
   r.graphs_count = graphs_count_;
   r.graphs_bytes = graphs_bytes_;
+  r.gpu_device = -1;
+  r.gpu_total_bytes = r.gpu_free_bytes = -1;
+  if (gpu_) {
+    // From the driver now, not from load: other processes (and our own growth) change what is free.
+    const cuda::Context::MemInfo m = gpu_->mem_info();
+    r.gpu_device = gpu_->ordinal();
+    r.gpu_total_bytes = m.total_bytes >= 0 ? m.total_bytes : gpu_->total_bytes();
+    r.gpu_free_bytes = m.free_bytes;
+    r.gpu_unified_memory = gpu_->integrated() ? 1 : 0;
+    std::snprintf(r.gpu_name, sizeof r.gpu_name, "%s", gpu_->name().c_str());
+  }
   return r;
 }
 

@@ -24,6 +24,10 @@
 
 namespace vt {
 
+namespace cuda {
+class Context;
+}
+
 class Engine {
  public:
   static std::unique_ptr<Engine> load(const std::string &dir, const vt_engine_params &params);
@@ -61,6 +65,7 @@ class Engine {
   int64_t graphs_bytes_ = 0;  // device memory the graph executables took at load (measured)
   int32_t kv_blocks_ = 0, kv_block_size_ = 0;
   int64_t kv_bytes_ = 0, workspace_bytes_ = 0;
+  const cuda::Context *gpu_ = nullptr;  // the CUDA decoder's (runner_ owns it); null on the CPU backend
 
   vt_step_fn callback_ = nullptr;
   void *callback_user_ = nullptr;

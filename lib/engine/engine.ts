@@ -34,7 +34,7 @@ import { DEFAULT_MODEL_DIR } from './default-model.js';
 import { type GenerationDefaults, readGenerationDefaults } from '../generation/defaults.js';
 import { estimateMemory, explainOutOfMemory } from '../memory/estimate.js';
 import { takeSnapshot } from '../memory/snapshot.js';
-import { MemoryTracker } from '../memory/tracker.js';
+import { MemoryTracker, NO_GPU, nvmlGpuSampler } from '../memory/tracker.js';
 import type { MemoryEstimate, MemorySnapshot, TrackMemoryOptions } from '../memory/types.js';
 
 /** The checkpoint's defaults under the caller's options (anything but a plain object goes to the validator as is). */
@@ -206,11 +206,14 @@ export class Engine implements AsyncDisposable {
   }
 
   /**
-   * A snapshot of memory: this process (PSS, RSS, USS, swap from procfs), the machine (total and MemAvailable), and
-   * the engine's own accounting (weights by tier, KV blocks and pool, workspaces, a per-component list).
+   * A snapshot of memory: this process (PSS, RSS, USS, swap from procfs), the machine (total and MemAvailable), the
+   * engine's own accounting (weights by tier, KV blocks and pool, workspaces, a per-component list) and, on a CUDA
+   * engine, `gpu`: the device's total and free bytes from the driver and this process's bytes from NVML (null with
+   * a reason where NVML is missing or cannot say).
    *
-   * Asynchronous because the GPU half (NVML, the driver) may block for milliseconds and the procfs read makes the
-   * kernel walk every mapping of the process; neither should stall the event loop of a server.
+   * Asynchronous because the procfs read makes the kernel walk every mapping of the process, which should not stall
+   * the event loop of a server; it runs off the JS thread. The GPU figures are one driver call and one NVML call on
+   * the JS thread (the first also loads NVML).
    *
    * @throws (rejects with) {@link DisposedError} after `dispose()`.
    * @example
@@ -231,16 +234,17 @@ export class Engine implements AsyncDisposable {
   }
 
   /**
-   * Starts sampling memory every `intervalMs` (default 100 ms): this process's PSS and RSS, its GPU bytes (null on
-   * the CPU backend) and MemAvailable. `stop()` returns the peaks over the window, the peak fall of MemAvailable
-   * below its value at the start, and when each happened. The timer does not keep the process alive;
+   * Starts sampling memory every `intervalMs` (default 100 ms): this process's PSS and RSS, its GPU bytes (from
+   * NVML; null on the CPU backend) and MemAvailable. `stop()` returns the peaks over the window, the peak fall of
+   * MemAvailable below its value at the start, and when each happened. The timer does not keep the process alive;
    * {@link Engine.dispose} stops every tracker of the engine.
    *
    * @throws {@link InvalidOptionError} for bad options; {@link DisposedError} after `dispose()`.
    */
   trackMemory(options?: TrackMemoryOptions): MemoryTracker {
     this.#checkLive('trackMemory');
-    const tracker = new MemoryTracker(options, { onStop: (t) => this.#trackers.delete(t) });
+    const gpu = this.device === 'cuda' ? nvmlGpuSampler() : NO_GPU;
+    const tracker = new MemoryTracker(options, { gpu, onStop: (t) => this.#trackers.delete(t) });
     if (!tracker.stopped) this.#trackers.add(tracker);
     return tracker;
   }

@@ -1,10 +1,12 @@
 /**
- * `engine.trackMemory()`: samples this process's PSS/RSS and the machine's MemAvailable on a timer and keeps the
- * peaks. Samples are read synchronously (two small procfs files, well under a millisecond) so that a sample is one
- * instant and `stop()` can take the last one before it returns.
+ * `engine.trackMemory()`: samples this process's PSS/RSS, its GPU bytes (NVML, on a CUDA engine) and the machine's
+ * MemAvailable on a timer and keeps the peaks. Samples are read synchronously (two small procfs files, well under a
+ * millisecond, and one NVML call) so that a sample is one instant and `stop()` can take the last one before it
+ * returns.
  * @module
  */
 import { functionOption, integerOption, optionsRecord, rejectUnknownKeys } from '../validation.js';
+import { ENGINE_NVML_INDEX, type Nvml, nvml } from './nvml.js';
 import { readProcessMemorySync, readSystemMemorySync } from './procfs.js';
 import type { MemoryPeaks, MemoryReasons, MemorySample, TrackMemoryOptions } from './types.js';
 
@@ -30,6 +32,11 @@ export interface GpuSampler {
 
 /** The CPU backend's GPU sampler. @internal */
 export const NO_GPU: GpuSampler = { read: () => ({ value: null, reason: 'the engine runs on the CPU' }) };
+
+/** A CUDA engine's GPU sampler: this process's bytes on the engine's GPU, from NVML. @internal */
+export function nvmlGpuSampler(source: Nvml = nvml, index = ENGINE_NVML_INDEX): GpuSampler {
+  return { read: () => source.processBytes(index, process.pid) };
+}
 
 /**
  * Peaks of memory over a window. Create one with `engine.trackMemory()`; `stop()` ends the window and returns the

@@ -37,30 +37,42 @@ export interface SystemMemory {
   availableBytes: number;
 }
 
-/** One GPU, as the CUDA backend will report it. */
+/**
+ * One GPU the engine uses. The driver's figures (`totalBytes`, `freeBytes`) are read when the snapshot is taken;
+ * `processBytes` comes from NVML, loaded at run time from the driver's `libnvidia-ml.so.1`.
+ */
 export interface GpuDeviceMemory {
-  /** CUDA device ordinal. */
+  /** CUDA device ordinal (0: the engine runs on the first visible GPU). */
   index: number;
   /** The device's name, such as `'NVIDIA H200'`. */
   name: string;
   /** Memory of the device, from the driver (`cuMemGetInfo`). */
   totalBytes: number;
-  /** Memory free on the device now, from the driver, all processes considered. */
-  freeBytes: number;
   /**
-   * Bytes this process holds on the device, from NVML (`nvmlDeviceGetComputeRunningProcesses`); null when NVML is
-   * absent or does not answer (as on unified-memory GB10), with the reason in {@link processBytesReason}.
+   * Memory free on the device now, from the driver (`cuMemGetInfo`), all processes considered; null when the
+   * driver does not answer (a failed kernel can leave the GPU unusable), with the reason in `reasons.gpu`.
+   */
+  freeBytes: number | null;
+  /**
+   * Bytes this process holds on the device, from NVML (`nvmlDeviceGetComputeRunningProcesses`): the engine's
+   * weights, KV pool and workspaces plus the CUDA context itself. Null, with the reason in
+   * {@link processBytesReason} (and in `reasons.gpu`), when NVML is absent or fails, when it answers "not
+   * available" (as on unified-memory GPUs such as GB10), or when its list has no entry for this process's pid (in a
+   * container NVML may list the host's pids).
    */
   processBytes: number | null;
   /** Why {@link processBytes} is null. */
   processBytesReason?: string;
-  /** The device shares one memory pool with the host (GB10, Jetson Thor): its bytes are also host bytes. */
+  /**
+   * The device is integrated and shares the host's memory (GB10, Jetson Thor): its bytes are host bytes too, and
+   * count against MemAvailable.
+   */
   unifiedMemory: boolean;
 }
 
 /** GPU memory; present only when the engine runs on a GPU. */
 export interface GpuMemory {
-  /** Every device the engine uses. */
+  /** Every device the engine uses (one today: CUDA device 0). */
   devices: GpuDeviceMemory[];
 }
 
@@ -140,7 +152,7 @@ export interface MemorySnapshot {
   gpu?: GpuMemory;
   /** The engine's own accounting. */
   engine: EngineMemory;
-  /** Why `process` or `system` is null. */
+  /** Why `process` or `system` is null, or a figure of `gpu`. */
   reasons: MemoryReasons;
 }
 
@@ -152,7 +164,10 @@ export interface MemorySample {
   pssBytes: number | null;
   /** This process's RSS. */
   rssBytes: number | null;
-  /** This process's GPU bytes; null on the CPU backend. */
+  /**
+   * This process's GPU bytes, from NVML (see {@link GpuDeviceMemory.processBytes}); null on the CPU backend or when
+   * NVML does not say, with the reason in the peaks' `reasons.gpu`.
+   */
   gpuBytes: number | null;
   /** MemAvailable. */
   availableBytes: number | null;
@@ -175,7 +190,7 @@ export interface MemoryPeaks {
   pssBytes: number | null;
   /** Peak RSS of this process. */
   rssBytes: number | null;
-  /** Peak GPU bytes of this process; null on the CPU backend. */
+  /** Peak GPU bytes of this process, from NVML; null on the CPU backend or when NVML never said. */
   gpuBytes: number | null;
   /** The largest fall of MemAvailable below the baseline (0 when it never fell). */
   availableDropBytes: number | null;

@@ -115,6 +115,11 @@ export interface NativeMemory {
   workspaceBytes: number;
   graphsCount: number;
   graphsBytes: number; // -1 = not measurable
+  gpuDevice: number; // CUDA ordinal; -1 on the CPU backend
+  gpuTotalBytes: number; // -1 on the CPU backend
+  gpuFreeBytes: number; // -1 on the CPU backend, or when the driver did not answer
+  gpuUnifiedMemory: boolean;
+  gpuName: string; // '' on the CPU backend
 }
 
 /** @internal Mirrors vt_memory_estimate. */

@@ -55,6 +55,28 @@ describe.skipIf(!hasGpu)('golden greedy decoding on the GPU (float32 activations
         expect(engine.modelInfo.architecture).toBe(ref.architecture);
       });
 
+      it('reports the GPU: driver figures, and NVML bytes or why not', async () => {
+        const tracker = engine.trackMemory({ intervalMs: 10 });
+        const { gpu, engine: held, reasons } = await engine.memory();
+        const peaks = tracker.stop();
+        expect(gpu?.devices).toHaveLength(1);
+        const d = gpu!.devices[0]!;
+        expect(d.index).toBe(0);
+        expect(d.name).toMatch(/\S/);
+        expect(d.freeBytes).not.toBeNull();
+        expect(d.freeBytes!).toBeLessThanOrEqual(d.totalBytes - held.totalBytes);
+        if (d.processBytes === null) {
+          // NVML missing, "not available" (unified memory) or a container's pid namespace: said, not thrown.
+          expect(d.processBytesReason).toMatch(/NVML/);
+          expect(reasons.gpu).toContain(d.processBytesReason);
+          expect(peaks.reasons.gpu).toMatch(/NVML/);
+        } else {
+          // The engine's device allocations plus the CUDA context and cuBLASLt's workspace.
+          expect(d.processBytes).toBeGreaterThanOrEqual(held.totalBytes);
+          expect(peaks.gpuBytes).toBeGreaterThanOrEqual(held.totalBytes);
+        }
+      });
+
       const alone: number[][] = [];
       for (const [i, prompt] of ref.prompts.entries()) {
         it(`prompt ${i} (${prompt.ids.length} tokens)`, async () => {

@@ -100,6 +100,24 @@ void fail_check(const std::string &what) {
   std::printf("FAIL %s\n", what.c_str());
 }
 
+// The GPU half of vt_engine_memory, asked from this (the main) thread while the step thread serves requests:
+// the driver's figures for device 0, and a free figure that leaves room for the weights and the KV pool.
+void check_gpu_memory(const std::string &tag, vt_engine *e, bool cuda) {
+  vt_memory_report m{};
+  if (vt_engine_memory(e, &m) != VT_OK) return fail_check(tag + ": vt_engine_memory failed");
+  if (!cuda) {
+    if (m.gpu_device != -1 || m.gpu_total_bytes != -1 || m.gpu_free_bytes != -1 || m.gpu_name[0])
+      fail_check(tag + ": GPU fields set on the CPU backend");
+    return;
+  }
+  const int64_t held = m.weight_device_bytes + m.kv_cache_bytes + m.workspace_bytes;
+  if (m.gpu_device != 0) fail_check(tag + ": gpu_device " + std::to_string(m.gpu_device));
+  if (!m.gpu_name[0]) fail_check(tag + ": empty gpu_name");
+  if (m.gpu_free_bytes < 0 || m.gpu_free_bytes > m.gpu_total_bytes - held)
+    fail_check(tag + ": gpu_free_bytes " + std::to_string(m.gpu_free_bytes) + " of " + std::to_string(m.gpu_total_bytes) +
+               " with " + std::to_string(held) + " held by the engine");
+}
+
 uint64_t submit(vt_engine *e, const Prompt &p, int max_tokens, int logprobs = 5) {
   vt_request_params rp = vt_request_default_params();
   rp.max_tokens = max_tokens;
@@ -246,6 +264,7 @@ int main(int argc, char **argv) {
       const int len = std::max(1, int(prompts[i].greedy.size()) - (k / int(prompts.size())) % 8);
       ids.emplace_back(submit(e, prompts[i], len), i);
     }
+    check_gpu_memory(name, e, std::string(info.device) == "cuda");
     int exact = 0;
     for (auto &[id, i] : ids) {
       if (!id) continue;
@@ -262,14 +281,16 @@ int main(int argc, char **argv) {
     vt_engine_memory(e, &mem);
     vt_engine_free(e);
 
-    char line[512];
+    char line[768];
     std::snprintf(line, sizeof line,
                   "%-20s %-4s %-8s %-4s alone %s (max |dlogprob| %.2e)  batch %d req: %s, %d/%d bit-equal, %.0f tok/s  "
-                  "load %.0f ms  weights on device %.1f MiB, KV %.1f MiB",
+                  "load %.0f ms  weights on device %.1f MiB, KV %.1f MiB, %s %s%.0f of %.0f MiB free",
                   name.c_str(), info.device, bf16 ? "bf16" : "fp32", failures == f0 ? "ok" : "FAIL",
                   alone_fail ? "FAIL" : "ok", worst, n_requests, failures - f0 - alone_fail ? "FAIL" : "ok", exact,
                   n_requests, double(gen_tokens) / batch_s, load_ms, double(mem.weight_device_bytes) / 1048576.0,
-                  double(mem.kv_cache_bytes) / 1048576.0);
+                  double(mem.kv_cache_bytes) / 1048576.0, mem.gpu_name[0] ? mem.gpu_name : "no GPU",
+                  mem.gpu_unified_memory ? "(unified) " : "", double(mem.gpu_free_bytes) / 1048576.0,
+                  double(mem.gpu_total_bytes) / 1048576.0);
     summary.push_back(line);
     std::printf("%s\n", line);
     std::fflush(stdout);

@@ -1,8 +1,10 @@
-// The public shape of the native memory report: tiers by backend, components that sum to the total, and "not
-// measurable" (-1) as null. The live figures are checked against procfs in test/golden/memory.test.ts.
+// The public shape of the native memory report: tiers by backend, components that sum to the total, "not
+// measurable" (-1) as null, and the gpu section of a CUDA report (with NVML faked). The live figures are checked
+// against procfs in test/golden/memory.test.ts, and against a real GPU in test/gpu/golden-cuda.test.ts.
 import { describe, expect, it } from 'vitest';
 
-import { toEngineMemory } from '../../lib/memory/snapshot.js';
+import type { Nvml } from '../../lib/memory/nvml.js';
+import { takeSnapshot, toEngineMemory } from '../../lib/memory/snapshot.js';
 import type { NativeMemory } from '../../lib/native/addon.js';
 
 const report: NativeMemory = {
@@ -18,7 +20,33 @@ const report: NativeMemory = {
   workspaceBytes: 1_700_352,
   graphsCount: 0,
   graphsBytes: 0,
+  gpuDevice: -1,
+  gpuTotalBytes: -1,
+  gpuFreeBytes: -1,
+  gpuUnifiedMemory: false,
+  gpuName: '',
 };
+
+const GiB = 2 ** 30;
+const cudaReport: NativeMemory = {
+  ...report,
+  weightDeviceBytes: 16 * GiB,
+  weightHostBytes: 0,
+  weightMappedBytes: 0,
+  gpuDevice: 0,
+  gpuTotalBytes: 143 * GiB,
+  gpuFreeBytes: 100 * GiB,
+  gpuName: 'NVIDIA H200',
+};
+
+/** An NVML reader that answers `answer` and records what it was asked. */
+function fakeNvml(answer: ReturnType<Nvml['processBytes']>): Nvml & { asked: Array<[number, number]> } {
+  const asked: Array<[number, number]> = [];
+  return {
+    asked,
+    processBytes: (index, pid) => (asked.push([index, pid]), answer),
+  };
+}
 
 describe('toEngineMemory', () => {
   it('on the CPU: weights mapped and host, KV pool and workspaces on the host', () => {
@@ -46,5 +74,45 @@ describe('toEngineMemory', () => {
     expect(m.totalBytes).toBe(m.components.reduce((s, c) => s + c.bytes, 0));
     const withGraphs = toEngineMemory({ ...report, weightDeviceBytes: 1000, graphsCount: 7, graphsBytes: 4096 }, 'cuda');
     expect(withGraphs.components.at(-1)).toStrictEqual({ name: 'cuda_graphs', tier: 'device', bytes: 4096 });
+  });
+});
+
+describe('takeSnapshot: the gpu section', () => {
+  it('on CUDA: the driver figures, this process from NVML (device 0, this pid), no gpu reason', async () => {
+    const source = fakeNvml({ value: 20 * GiB });
+    const snap = await takeSnapshot(cudaReport, 'cuda', source);
+    expect(snap.gpu).toStrictEqual({
+      devices: [
+        { index: 0, name: 'NVIDIA H200', totalBytes: 143 * GiB, freeBytes: 100 * GiB, processBytes: 20 * GiB, unifiedMemory: false },
+      ],
+    });
+    expect(source.asked).toStrictEqual([[0, process.pid]]);
+    expect(snap.reasons.gpu).toBeUndefined();
+    expect(snap.engine.weights.deviceBytes).toBe(16 * GiB);
+  });
+
+  it('NVML without an answer: processBytes null, the reason beside it and in reasons.gpu', async () => {
+    const reason = "NVML: this process's GPU memory is not available (unified memory?)";
+    const snap = await takeSnapshot({ ...cudaReport, gpuUnifiedMemory: true, gpuName: 'NVIDIA GB10' }, 'cuda', fakeNvml({ value: null, reason }));
+    const d = snap.gpu!.devices[0]!;
+    expect(d.processBytes).toBeNull();
+    expect(d.processBytesReason).toBe(reason);
+    expect(d.unifiedMemory).toBe(true);
+    expect(snap.reasons.gpu).toBe(reason);
+  });
+
+  it('a driver that did not answer (free -1): freeBytes null, with the reason', async () => {
+    const snap = await takeSnapshot({ ...cudaReport, gpuFreeBytes: -1 }, 'cuda', fakeNvml({ value: 1 }));
+    expect(snap.gpu!.devices[0]!.freeBytes).toBeNull();
+    expect(snap.gpu!.devices[0]!.totalBytes).toBe(143 * GiB);
+    expect(snap.reasons.gpu).toMatch(/CUDA driver did not say/);
+  });
+
+  it('on the CPU: no gpu key and NVML not asked', async () => {
+    const source = fakeNvml({ value: 1 });
+    const snap = await takeSnapshot(report, 'cpu', source);
+    expect('gpu' in snap).toBe(false);
+    expect(snap.reasons.gpu).toBeUndefined();
+    expect(source.asked).toStrictEqual([]);
   });
 });

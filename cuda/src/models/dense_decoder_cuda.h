@@ -66,6 +66,7 @@ class CudaDecoder : public Decoder {
   bool greedy(const int32_t *rows, int32_t n, int32_t *ids) override;
 
   const std::string &device_name() const { return ctx_->name(); }
+  const cuda::Context &context() const { return *ctx_; }  // its figures for memory reports (mem_info, name)
   int64_t weight_device_bytes() const { return weight_bytes_; }
   int64_t kv_bytes() const { return int64_t(kv_.bytes()); }
   int64_t workspace_bytes() const { return workspace_bytes_; }

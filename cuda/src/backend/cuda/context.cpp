@@ -7,17 +7,18 @@
 
 namespace vt::cuda {
 
-Context::Context(int ordinal) {
+Context::Context(int ordinal) : ordinal_(ordinal) {
   const Driver &d = driver();  // throws VT_ERR_NO_GPU with the reason when CUDA is not usable
   check(d.cuDeviceGet(&dev_, ordinal), "cuDeviceGet(" + std::to_string(ordinal) + ")");
   char name[256] = {};
-  int major = 0, minor = 0, l2 = 0;
+  int major = 0, minor = 0, l2 = 0, integrated = 0;
   size_t total = 0;
   check(d.cuDeviceGetName(name, int(sizeof name) - 1, dev_), "cuDeviceGetName");
   check(d.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev_), "cuDeviceGetAttribute");
   check(d.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev_), "cuDeviceGetAttribute");
   check(d.cuDeviceGetAttribute(&sm_count_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev_), "cuDeviceGetAttribute");
   check(d.cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev_), "cuDeviceGetAttribute");
+  check(d.cuDeviceGetAttribute(&integrated, CU_DEVICE_ATTRIBUTE_INTEGRATED, dev_), "cuDeviceGetAttribute");
   check(d.cuDeviceTotalMem(&total, dev_), "cuDeviceTotalMem");
   name_ = name;
   cc_ = major * 10 + minor;
@@ -25,6 +26,7 @@ Context::Context(int ordinal) {
   pdl_ = cc_ >= 90 && !(pdl && pdl[0] == '0');
   l2_bytes_ = l2;
   total_bytes_ = int64_t(total);
+  integrated_ = integrated != 0;
 
   check(d.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
   try {
@@ -72,6 +74,22 @@ int64_t Context::free_bytes() const {
   size_t free = 0, total = 0;
   check(driver().cuMemGetInfo(&free, &total), "cuMemGetInfo");
   return int64_t(free);
+}
+
+Context::MemInfo Context::mem_info() const noexcept {
+  MemInfo m;
+  try {
+    const Driver &d = driver();
+    CUcontext prev = nullptr;
+    if (d.cuCtxGetCurrent(&prev) != CUDA_SUCCESS) return m;
+    if (prev != ctx_ && d.cuCtxSetCurrent(ctx_) != CUDA_SUCCESS) return m;
+    size_t free = 0, total = 0;
+    if (d.cuMemGetInfo(&free, &total) == CUDA_SUCCESS) m = {int64_t(free), int64_t(total)};
+    if (prev != ctx_) d.cuCtxSetCurrent(prev);
+  } catch (...) {
+    // driver() throws only when CUDA is not usable, which a constructed Context rules out
+  }
+  return m;
 }
 
 // --- DeviceBuffer ---------------------------------------------------------------------------------------------

@@ -67,9 +67,22 @@ class Context {
   int sm_count() const { return sm_count_; }
   int64_t l2_bytes() const { return l2_bytes_; }
   int64_t total_bytes() const { return total_bytes_; }
-  int64_t free_bytes() const;  // cuMemGetInfo
+  int64_t free_bytes() const;  // cuMemGetInfo, with this context current on the calling thread
+  int ordinal() const { return ordinal_; }
+  // The device is integrated: its memory is the host's (GB10, Jetson Thor), so device bytes are host bytes too.
+  bool integrated() const { return integrated_; }
+
+  // The device's memory now (cuMemGetInfo) from any thread, as the JS thread asks while the step thread runs:
+  // the context is made current for the call, then what was current on that thread before is put back (so a
+  // disposed engine's context is never left current on a thread that outlives it). Never throws, since memory
+  // reports must not: {-1, -1} when the driver does not answer (a failed kernel can leave the context unusable).
+  struct MemInfo {
+    int64_t free_bytes = -1, total_bytes = -1;
+  };
+  MemInfo mem_info() const noexcept;
 
  private:
+  int ordinal_ = 0;
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
   std::vector<std::pair<std::string, CUmodule>> modules_;  // (family, module)
@@ -77,6 +90,7 @@ class Context {
   std::string name_;
   int cc_ = 0, sm_count_ = 0;
   bool pdl_ = false;  // programmatic dependent launch: compute capability >= 9.0 and not VT_CUDA_PDL=0
+  bool integrated_ = false;
   int64_t l2_bytes_ = 0, total_bytes_ = 0;
 };
 
