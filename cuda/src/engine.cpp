@@ -31,13 +31,7 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
     if (p.progress) p.progress(f, stage, p.progress_user);
   };
   // The backend: 'cuda' needs a usable GPU (never a silent CPU fallback); 'auto' takes one when there is one.
-  bool use_cuda = false;
-  if (p.device != VT_DEVICE_CPU) {
-    const cuda::Availability a = cuda::cuda_available();
-    if (a.ok) use_cuda = true;
-    else if (p.device == VT_DEVICE_CUDA)
-      fail(VT_ERR_NO_GPU, "device 'cuda' was asked for, but CUDA is not usable here: " + a.reason + "; use device 'cpu' or 'auto'");
-  }
+  const bool use_cuda = uses_cuda(p);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) fail(VT_ERR_MODEL_NOT_FOUND, "checkpoint folder " + dir + " does not exist or is not a folder");
 
@@ -60,18 +54,7 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
   std::unique_ptr<Decoder> model;
   if (use_cuda) {
     // Weights, KV pool and activations on the GPU; the checkpoint's pages are released tensor by tensor.
-    CudaDecoderParams cp;
-    // bf16 by default: tensor-core prefill and cuBLASLt need it, and the golden check holds it to transformers'
-    // own bf16 error; float32 is the debugging mode that matches the CPU to rounding.
-    cp.act = p.dtype == VT_DTYPE_FLOAT32 ? cuda::Act::F32 : cuda::Act::BF16;
-    cp.max_tokens = plan.max_batch_tokens;
-    cp.max_seqs = plan.max_seqs;
-    cp.max_logit_rows = std::max(plan.max_seqs, 16);  // sampled rows, or one teacher-forcing block
-    cp.n_blocks = plan.n_blocks;
-    cp.block_size = plan.block_size;
-    cp.max_context = plan.max_context;
-    cp.graph_buckets = plan.graph_buckets;  // empty when cudaGraphs is off
-    cp.graph_dedup = p.cuda_graphs.dedup == 1;
+    const CudaDecoderParams cp = cuda_decoder_params(plan, p);
     auto cm = std::make_unique<CudaDecoder>(c, w, *e->checkpoint_, cp, [&](int done, int total) {
       progress(0.1f + 0.85f * float(done) / float(total), "weights");
     });
@@ -173,9 +156,10 @@ vt_memory_estimate Engine::estimate(const std::string &dir, const vt_engine_para
   const Weights w = bind_weights(c, *ck, nullptr);
   vt_memory_estimate est{};
   est.weight_bytes = w.bytes;
-  est.weight_device_bytes = 0;
-  est.weight_host_bytes = w.host_bytes;
-  est.weight_mapped_bytes = w.bytes;
+  // On the GPU every tensor is uploaded (norms and biases widened to fp32) and the file mappings released.
+  est.weight_device_bytes = plan.cuda ? w.bytes : 0;
+  est.weight_host_bytes = plan.cuda ? 0 : w.host_bytes;
+  est.weight_mapped_bytes = plan.cuda ? 0 : w.bytes;
   est.kv_cache_bytes = plan.kv_cache_bytes;
   est.kv_cache_tokens = int64_t(plan.n_blocks) * plan.block_size;
   est.workspace_bytes = plan.workspace_bytes;

@@ -46,6 +46,31 @@ std::vector<int32_t> plan_graph_buckets(const vt_cuda_graphs &g, int32_t max_seq
 }
 }  // namespace
 
+bool uses_cuda(const vt_engine_params &p) {
+  if (p.device == VT_DEVICE_CPU) return false;
+  const cuda::Availability a = cuda::cuda_available();
+  if (a.ok) return true;
+  if (p.device == VT_DEVICE_CUDA)
+    fail(VT_ERR_NO_GPU, "device 'cuda' was asked for, but CUDA is not usable here: " + a.reason + "; use device 'cpu' or 'auto'");
+  return false;
+}
+
+CudaDecoderParams cuda_decoder_params(const MemoryPlan &m, const vt_engine_params &p) {
+  CudaDecoderParams cp;
+  // bf16 by default: tensor-core prefill and cuBLASLt need it, and the golden check holds it to transformers'
+  // own bf16 error; float32 is the debugging mode that matches the CPU to rounding.
+  cp.act = p.dtype == VT_DTYPE_FLOAT32 ? cuda::Act::F32 : cuda::Act::BF16;
+  cp.max_tokens = m.max_batch_tokens;
+  cp.max_seqs = m.max_seqs;
+  cp.max_logit_rows = std::max(m.max_seqs, 16);  // sampled rows, or one teacher-forcing block
+  cp.n_blocks = m.n_blocks;
+  cp.block_size = m.block_size;
+  cp.max_context = m.max_context;
+  cp.graph_buckets = m.graph_buckets;  // empty when cudaGraphs is off
+  cp.graph_dedup = m.graph_dedup;
+  return cp;
+}
+
 std::vector<int32_t> default_graph_buckets(int32_t max_batch) {
   std::vector<int32_t> buckets;
   for (int64_t b = 1; b <= max_batch; b *= 2) buckets.push_back(int32_t(b));
@@ -76,7 +101,10 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
   m.graph_buckets = plan_graph_buckets(p.cuda_graphs, m.max_seqs);
   m.graph_dedup = p.cuda_graphs.dedup == 1;
 
-  m.kv_bytes_per_token = KvCache::bytes_per_token(c.n_layers, c.n_kv_heads, c.head_dim);
+  m.cuda = uses_cuda(p);
+  // The CPU's KV cache is fp32; the GPU's is in the activation type (bf16 unless float32 was asked for).
+  const int64_t kv_elem = m.cuda && p.dtype != VT_DTYPE_FLOAT32 ? 2 : 4;
+  m.kv_bytes_per_token = KvCache::bytes_per_token(c.n_layers, c.n_kv_heads, c.head_dim) / 4 * kv_elem;
   const int64_t pool_tokens = p.kv_cache_bytes > 0 ? p.kv_cache_bytes / m.kv_bytes_per_token
                                                    : std::max<int64_t>(m.max_context, 4096);
   const int64_t n_blocks = pool_tokens / m.block_size;
@@ -89,6 +117,12 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
   m.n_blocks = int32_t(n_blocks);
   m.kv_cache_bytes = n_blocks * m.block_size * m.kv_bytes_per_token;
 
+  if (m.cuda) {
+    // cuBLASLt's workspace is counted whenever it may load (bf16 activations): at most 32 MiB too many.
+    const CudaDecoderParams cp = cuda_decoder_params(m, p);
+    m.workspace_bytes = CudaDecoder::plan_workspace(c, cp, cuda::device_sm_count(0), cp.act == cuda::Act::BF16).total;
+    return m;
+  }
   // The dense decoder's RunState (see models/dense_decoder.h) plus the runner's logits and the sampler.
   const int64_t T = m.max_batch_tokens, H = c.hidden_size, I = c.intermediate_size;
   const int64_t QD = int64_t(c.n_heads) * c.head_dim, KVD = int64_t(c.n_kv_heads) * c.head_dim, V = c.vocab_size;

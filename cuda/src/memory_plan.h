@@ -6,11 +6,13 @@
 #include <vector>
 
 #include "loader/config.h"
+#include "models/dense_decoder_cuda.h"
 #include "vt_engine.h"
 
 namespace vt {
 
 struct MemoryPlan {
+  bool cuda = false;            // the CUDA backend will run it (device 'cuda', or 'auto' with a usable GPU)
   int32_t max_context = 0;
   int32_t block_size = 0;
   int32_t max_seqs = 0;
@@ -18,8 +20,10 @@ struct MemoryPlan {
   int32_t n_blocks = 0;
   int32_t n_threads = 0;
   int64_t kv_bytes_per_token = 0;
-  int64_t kv_cache_bytes = 0;   // the whole pool, resident once every block has been used
-  int64_t workspace_bytes = 0;  // activations for max_batch_tokens rows, logits, sampler scratch
+  int64_t kv_cache_bytes = 0;   // the whole pool (fp32 on the CPU, the activation type on the GPU), resident
+                                // once every block has been used
+  int64_t workspace_bytes = 0;  // CPU: activations for max_batch_tokens rows, logits, sampler scratch (host);
+                                // CUDA: CudaDecoder::plan_workspace (device)
   // Decode batch sizes to capture as CUDA graphs, ascending, each 1..max_seqs; empty when graphs are off. Planned
   // whatever the device (the plan is made before the backend is chosen); the CPU backend ignores it.
   std::vector<int32_t> graph_buckets;
@@ -29,8 +33,16 @@ struct MemoryPlan {
 // The default CUDA-graph buckets for a largest batch: the powers of two up to it, and it when it is not one.
 std::vector<int32_t> default_graph_buckets(int32_t max_batch);
 
-// Validates the params against the model and sizes everything. Throws vt::Error (INVALID_OPTION, OUT_OF_MEMORY).
+// Validates the params against the model and sizes everything. Throws vt::Error (INVALID_OPTION, OUT_OF_MEMORY,
+// and NO_GPU for device 'cuda' where CUDA is not usable).
 MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p);
+
+// Whether the CUDA backend runs an engine with these params: 'cuda' needs a usable GPU (never a silent CPU
+// fallback: ERR_NO_GPU), 'auto' takes one when there is one.
+bool uses_cuda(const vt_engine_params &p);
+
+// The CUDA decoder's params for a plan (load and estimate build them here, so they size the same buffers).
+CudaDecoderParams cuda_decoder_params(const MemoryPlan &m, const vt_engine_params &p);
 
 // /proc/meminfo MemAvailable in bytes, or -1 when it cannot be read.
 int64_t host_memory_available();

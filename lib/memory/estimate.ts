@@ -50,7 +50,7 @@ export async function estimateMemory(addon: NativeAddon, dir: string, params: Na
 
 /** The public estimate of a native one, with `fits` and the suggestion. @internal */
 export function toMemoryEstimate(n: NativeEstimate, params: NativeLoadParams): MemoryEstimate {
-  // The CUDA backend will report device weights; until then every figure is the CPU backend's.
+  // The CUDA backend reports device weights (and then its KV pool and workspaces are device memory too).
   const device = n.weightDeviceBytes > 0 ? 'cuda' : 'cpu';
   const onDevice = device === 'cuda' ? n.kvCacheBytes + n.workspaceBytes : 0;
   const bytesPerToken = n.kvCacheTokens > 0 ? n.kvCacheBytes / n.kvCacheTokens : 0;

@@ -73,6 +73,36 @@ CUdeviceptr CudaDecoder::scratch(size_t elems, size_t elem_size) {
   return p;
 }
 
+CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const CudaDecoderParams &p, int sm_count,
+                                                   bool with_blas, bool sub_f32) {
+  Workspace ws;
+  const int64_t as = int64_t(cuda::act_size(p.act)), ps = sub_f32 ? 4 : as;
+  const int64_t T = p.max_tokens, H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  const int64_t QD = int64_t(c.n_heads) * c.head_dim, KVD = int64_t(c.n_kv_heads) * c.head_dim, QKV = QD + 2 * KVD;
+  const int64_t R = std::max(p.max_logit_rows, 1), S = std::max(p.max_seqs, 1);
+  ws.table_width = (std::max(p.max_context, 1) + p.block_size - 1) / p.block_size;
+  // Split-K decode attention serves steps of up to max_seqs rows (every decode step); its partials are sized
+  // for that many rows at the longest context, and the split count (so their size) depends on the rows: the
+  // largest need of any step.
+  ws.attn_rows = int32_t(std::min<int64_t>(S, T));
+  for (int32_t t = 1; t <= ws.attn_rows; ++t)
+    ws.attn_bytes = std::max<int64_t>(ws.attn_bytes, int64_t(cuda::Ops::attention_workspace_bytes(
+                                                         sm_count, t, c.n_heads, c.n_kv_heads, c.head_dim,
+                                                         std::max(p.max_context, 1))));
+  // The step's integers: tokens, positions, slots (T each), q_start (S + 1), pos0 (S), the lm_head's row list
+  // (R), prefill attention tiles, then the block tables (S rows of table_width) last, so a step uploads a prefix.
+  ws.tiles_off = size_t(3 * T + 2 * S + 1 + R);
+  ws.meta_elems = ws.tiles_off + size_t(4 * (T + S)) + size_t(S) * size_t(ws.table_width);
+  // Every buffer the constructor allocates (scratch() and the rest): the fp32 residual stream, the final normed
+  // rows (fp32, apart from normed_ with bf16 activations) and the gathered lm_head rows; q|k|v, attention
+  // output, gate|up and the SwiGLU product; logits, greedy ids and logprobs; attention partials; the step's
+  // integers and the row list; cuBLASLt's workspace.
+  ws.total = as * T * (H + QKV + QD + I + 2 * I) + ps * T * H + 4 * T * H + (as == 2 ? 4 * T * H : 0) + 4 * R * H +
+             as * R * H + R * V * 4 + 8 * R + ws.attn_bytes + int64_t(ws.meta_elems) * 4 + 4 * R +
+             (with_blas ? int64_t(cuda::CublasLt::kWorkspaceBytes) : 0);
+  return ws;
+}
+
 CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Checkpoint &ck, const CudaDecoderParams &p,
                          const std::function<void(int, int)> &progress)
     : c_(config), p_(p) {
@@ -97,25 +127,10 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   const int64_t R = std::max(p.max_logit_rows, 1), S = std::max(p.max_seqs, 1);
   kv_layer_bytes_ = CUdeviceptr(int64_t(p.n_blocks) * p.block_size * KVD * int64_t(as));
   const int64_t kv_total = int64_t(kv_layer_bytes_) * 2 * c_.n_layers;
-  table_width_ = (std::max(p.max_context, 1) + p.block_size - 1) / p.block_size;
-  // Split-K decode attention serves steps of up to max_seqs rows (every decode step); its partials are sized
-  // for that many rows at the longest context.
-  attn_ws_rows_ = int32_t(std::min<int64_t>(S, T));
-  // The split count (so the partials' size) depends on the rows: size for the largest need of any step.
-  int64_t attn_ws = 0;
-  for (int32_t t = 1; t <= attn_ws_rows_; ++t)
-    attn_ws = std::max<int64_t>(attn_ws, int64_t(ops_->attention_workspace_bytes(t, c_.n_heads, c_.n_kv_heads,
-                                                                               c_.head_dim, std::max(p.max_context, 1))));
-  attn_ws_bytes_ = size_t(attn_ws);
-  // The step's integers: tokens, positions, slots (T each), q_start (S + 1), pos0 (S), the lm_head's row list
-  // (R), prefill attention tiles, then the block tables (S rows of table_width_) last, so a step uploads a prefix.
-  tiles_off_ = size_t(3 * T + 2 * S + 1 + R);
-  meta_elems_ = tiles_off_ + size_t(4 * (T + S)) + size_t(S) * size_t(table_width_);
-  // fp32: the residual stream, the final normed rows and the gathered lm_head rows; bf16 activations keep the
-  // final normed rows apart from normed_ (the products' bf16 input).
-  const int64_t work = int64_t(as) * T * (H + QKV + QD + I + 2 * I) + int64_t(ps) * T * H + 4 * T * H +
-                       (p.act == cuda::Act::BF16 ? 4 * T * H : 0) + 4 * R * H + int64_t(as) * R * H + R * V * 4 +
-                       8 * R + attn_ws + int64_t(meta_elems_) * 4 + 4 * R + (blas_ ? blas_->workspace_bytes() : 0);
+  const Workspace ws = plan_workspace(c_, p, ctx_->sm_count(), blas_ != nullptr, sub_f32_);
+  table_width_ = ws.table_width, attn_ws_rows_ = ws.attn_rows, attn_ws_bytes_ = size_t(ws.attn_bytes);
+  tiles_off_ = ws.tiles_off, meta_elems_ = ws.meta_elems;
+  const int64_t attn_ws = ws.attn_bytes, work = ws.total;
 
   // Fail before uploading anything when it cannot fit, naming the options that change it.
   const int64_t needed = w.bytes + kv_total + work, free = ctx_->free_bytes();
@@ -247,7 +262,9 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
   // Which attention kernel: split-K decode attention for steps of up to attn_ws_rows_ rows (every decode
   // step); the tensor-core prefill kernel for longer bf16 steps; the first, simple kernel otherwise.
   enum { kDecode, kPrefill, kSimple } attn = kSimple;
-  if (attn_mode_ != "simple" && T <= attn_ws_rows_) attn = kDecode;
+  // (Split-K takes GQA groups of up to 8 heads and head_dim up to 256; other shapes use the simple kernel.)
+  const bool split_ok = c_.n_heads / c_.n_kv_heads <= 8 && c_.head_dim <= 256;
+  if (attn_mode_ != "simple" && split_ok && T <= attn_ws_rows_) attn = kDecode;
   else if (attn_mode_.empty() && multi_row && n_tiles > 0) attn = kPrefill;
 
   // The residual stream is fp32 whatever the activation type (bf16: only the products' inputs, q/k/v and the

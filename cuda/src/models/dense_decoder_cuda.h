@@ -55,6 +55,17 @@ class CudaDecoder : public Decoder {
   using CUdeviceptr = cuda::CUdeviceptr;
 
  public:
+  // The device memory besides weights and KV cache, and the layout facts that follow from the params. One
+  // function for the constructor and for memory estimates made before loading (memory_plan.cpp).
+  struct Workspace {
+    int64_t total = 0;       // bytes
+    int64_t attn_bytes = 0;  // split-K attention partials
+    int32_t attn_rows = 0, table_width = 0;
+    size_t tiles_off = 0, meta_elems = 0;
+  };
+  static Workspace plan_workspace(const ModelConfig &c, const CudaDecoderParams &p, int sm_count, bool with_blas,
+                                  bool sub_f32 = false);
+
   // Uploads every tensor of `w` (views into `ck`'s mapping), releasing each tensor's mapped pages once it is on
   // the device, and allocates the KV pool and the activations. `progress(done, total)` after each layer.
   CudaDecoder(const ModelConfig &config, const Weights &w, const Checkpoint &ck, const CudaDecoderParams &p,

@@ -259,16 +259,25 @@ SplitWorkspace split_workspace(int64_t T, int32_t n_heads, int32_t n_kv_heads, i
 }  // namespace
 
 int32_t Ops::attention_splits(int64_t T, int32_t n_kv_heads, int32_t max_keys) const {
+  return attention_splits(ctx_.sm_count(), T, n_kv_heads, max_keys);
+}
+
+size_t Ops::attention_workspace_bytes(int sm_count, int64_t T, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
+                                      int32_t max_keys) {
+  return split_workspace(T, n_heads, n_kv_heads, head_dim, attention_splits(sm_count, T, n_kv_heads, max_keys)).bytes;
+}
+
+int32_t Ops::attention_splits(int sm_count, int64_t T, int32_t n_kv_heads, int32_t max_keys) {
   // Two blocks per SM where the (row, kv head) pairs alone do not give them, no split shorter than kSplitKeys.
   const int64_t pairs = std::max<int64_t>(1, T * std::max<int32_t>(1, n_kv_heads));
-  const int64_t want = (2 * int64_t(ctx_.sm_count()) + pairs - 1) / pairs;
+  const int64_t want = (2 * int64_t(sm_count) + pairs - 1) / pairs;
   const int64_t by_len = (std::max<int64_t>(1, max_keys) + kSplitKeys - 1) / kSplitKeys;
   return int32_t(std::clamp<int64_t>(std::min(want, by_len), 1, kMaxSplits));
 }
 
 size_t Ops::attention_workspace_bytes(int64_t T, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
                                       int32_t max_keys) const {
-  return split_workspace(T, n_heads, n_kv_heads, head_dim, attention_splits(T, n_kv_heads, max_keys)).bytes;
+  return attention_workspace_bytes(ctx_.sm_count(), T, n_heads, n_kv_heads, head_dim, max_keys);
 }
 
 void Ops::attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUdeviceptr k_cache, CUdeviceptr v_cache,

@@ -125,6 +125,10 @@ class Ops {
   int32_t attention_splits(int64_t T, int32_t n_kv_heads, int32_t max_keys) const;  // the grid's splits per row
   size_t attention_workspace_bytes(int64_t T, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
                                    int32_t max_keys) const;
+  // The same for a GPU of sm_count multiprocessors, without a context (memory estimates before loading).
+  static int32_t attention_splits(int sm_count, int64_t T, int32_t n_kv_heads, int32_t max_keys);
+  static size_t attention_workspace_bytes(int sm_count, int64_t T, int32_t n_heads, int32_t n_kv_heads,
+                                          int32_t head_dim, int32_t max_keys);
   void attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUdeviceptr k_cache, CUdeviceptr v_cache,
                         const DeviceAttentionBatch &b, int64_t T, int32_t n_heads, int32_t n_kv_heads,
                         int32_t head_dim, float scale, int32_t max_keys, CUdeviceptr workspace,

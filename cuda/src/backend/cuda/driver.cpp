@@ -176,6 +176,15 @@ const Driver &driver() {
 
 std::string error_text(CUresult r) { return error_text(loaded().d, r); }
 
+int device_sm_count(int ordinal) {
+  const Driver &d = driver();
+  CUdevice dev = 0;
+  check(d.cuDeviceGet(&dev, ordinal), "cuDeviceGet");
+  int n = 0;
+  check(d.cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "cuDeviceGetAttribute(SM count)");
+  return n;
+}
+
 void check(CUresult r, const char *what) {
   if (r == CUDA_SUCCESS) return;
   const vt_status st = r == CUDA_ERROR_OUT_OF_MEMORY ? VT_ERR_OUT_OF_MEMORY
