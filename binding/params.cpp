@@ -56,6 +56,8 @@ vt_engine_params engine_params_from(Napi::Env env, Napi::Object p) {
   std::string dtype = p.Get("dtype").IsString() ? p.Get("dtype").As<Napi::String>().Utf8Value() : "auto";
   out.dtype = dtype == "float32" ? VT_DTYPE_FLOAT32 : dtype == "bfloat16" ? VT_DTYPE_BFLOAT16 : VT_DTYPE_AUTO;
   cuda_graphs_from(env, p.Get("cudaGraphs"), &out.cuda_graphs);
+  Napi::Value util = p.Get("gpuMemoryUtilization");
+  out.gpu_memory_utilization = util.IsNumber() ? util.As<Napi::Number>().DoubleValue() : 0;
   return out;
 }
 

@@ -80,6 +80,9 @@ typedef struct vt_engine_params {
   const volatile int32_t *cancel; /* optional: load stops with VT_ERR_CANCELLED when *cancel != 0 */
   vt_dtype dtype;             /* CUDA activations; AUTO = bfloat16 (FLOAT32: exact against fp32 references) */
   vt_cuda_graphs cuda_graphs;
+  double gpu_memory_utilization; /* 0 = unset; in (0, 1]: the share of the GPU's memory this engine may take in
+                                    all (weights, workspaces, graphs, KV); the KV pool gets what the rest leaves.
+                                    Exclusive with kv_cache_bytes; ignored on the CPU backend */
 } vt_engine_params;
 
 vt_engine_params vt_engine_default_params(void);

@@ -39,12 +39,13 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
   progress(0.f, "config");
   e->config_ = load_model_config(dir);
   const ModelConfig &c = e->config_;
-  const MemoryPlan plan = plan_memory(c, p);  // validates the params before anything big happens
+  plan_memory(c, p);  // validates the params before anything big happens
   progress(0.02f, "mapping");
   e->checkpoint_ = Checkpoint::open(dir);
   Weights w = bind_weights(c, *e->checkpoint_, [&](int done, int total) {
     progress(0.05f + (use_cuda ? 0.05f : 0.85f) * float(done) / float(total), "weights");
   });
+  const MemoryPlan plan = plan_memory_for(c, p, w.bytes);  // the KV pool may depend on the weights' size
   const int64_t n_params = w.n_params, weight_bytes = w.bytes;
   const DType dtype = w.dtype;
   e->plan_ = plan;
@@ -151,9 +152,10 @@ vt_memory_estimate Engine::estimate(const std::string &dir, const vt_engine_para
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) fail(VT_ERR_MODEL_NOT_FOUND, "checkpoint folder " + dir + " does not exist or is not a folder");
   const ModelConfig c = load_model_config(dir);
-  const MemoryPlan plan = plan_memory(c, p);
+  plan_memory(c, p);  // validates the params before the files are opened
   auto ck = Checkpoint::open(dir);  // maps, reads only the headers and the small vectors bind_weights copies
   const Weights w = bind_weights(c, *ck, nullptr);
+  const MemoryPlan plan = plan_memory_for(c, p, w.bytes);
   vt_memory_estimate est{};
   est.weight_bytes = w.bytes;
   // On the GPU every tensor is uploaded (norms and biases widened to fp32) and the file mappings released.

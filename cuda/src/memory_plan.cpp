@@ -88,6 +88,10 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
   check_option(p.max_batch_tokens >= 0 && p.max_batch_tokens <= 1 << 20, "maxBatchTokens must be between 0 (default) and 1048576");
   check_option(p.kv_block_size >= 0 && p.kv_block_size <= 1024, "kvBlockSize must be between 0 (default) and 1024");
   check_option(p.kv_cache_bytes >= 0, "kvCacheBytes must be >= 0");
+  check_option(p.gpu_memory_utilization >= 0 && p.gpu_memory_utilization <= 1,
+               "gpuMemoryUtilization must be in (0, 1], or 0 for unset");
+  check_option(p.gpu_memory_utilization == 0 || p.kv_cache_bytes == 0,
+               "give kvCacheBytes or gpuMemoryUtilization, not both: each sizes the KV pool");
 
   MemoryPlan m;
   const int32_t max_pos = c.max_position_embeddings;
@@ -131,6 +135,30 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
   const int64_t sampler = 3 * V;
   m.workspace_bytes = (activations + logits + sampler) * int64_t(sizeof(float));
   return m;
+}
+
+MemoryPlan plan_memory_for(const ModelConfig &c, const vt_engine_params &p, int64_t weight_bytes) {
+  MemoryPlan m = plan_memory(c, p);  // validates everything; sizes the workspaces (independent of the pool)
+  if (!m.cuda || p.gpu_memory_utilization <= 0) return m;
+  // Graph executables measured 6 MiB for 8 buckets on an H200; the rest of the reserve is the driver's own
+  // per-context allocations, which cuMemGetInfo shows but no engine buffer accounts for.
+  constexpr int64_t kReserve = int64_t(256) << 20;
+  const int64_t total = cuda::device_total_bytes(0);
+  const int64_t budget = int64_t(double(total) * p.gpu_memory_utilization);
+  const int64_t kv = budget - weight_bytes - m.workspace_bytes - kReserve;
+  const int64_t need = int64_t(m.max_context) * m.kv_bytes_per_token;
+  if (kv < need)
+    fail(VT_ERR_OUT_OF_MEMORY,
+         "gpuMemoryUtilization " + std::to_string(p.gpu_memory_utilization) + " gives this engine " +
+             std::to_string(budget >> 20) + " MiB of the GPU's " + std::to_string(total >> 20) + " MiB: weights " +
+             std::to_string(weight_bytes >> 20) + " MiB and workspaces " + std::to_string(m.workspace_bytes >> 20) +
+             " MiB leave " + std::to_string(std::max<int64_t>(kv, 0) >> 20) + " MiB for the KV cache, less than maxContext " +
+             std::to_string(m.max_context) + " tokens need (" + std::to_string(need >> 20) +
+             " MiB); raise gpuMemoryUtilization or lower maxContext (or maxBatchTokens)");
+  vt_engine_params q = p;
+  q.gpu_memory_utilization = 0;
+  q.kv_cache_bytes = kv;
+  return plan_memory(c, q);
 }
 
 int64_t host_memory_available() {

@@ -37,6 +37,11 @@ std::vector<int32_t> default_graph_buckets(int32_t max_batch);
 // and NO_GPU for device 'cuda' where CUDA is not usable).
 MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p);
 
+// plan_memory, with gpu_memory_utilization turned into a KV pool size: utilization x the GPU's total memory,
+// less the weights (weight_bytes, as the checkpoint stores them), the device workspaces and a reserve for the
+// CUDA graphs and the driver's own allocations. On the CPU (or when unset) it is plan_memory(c, p).
+MemoryPlan plan_memory_for(const ModelConfig &c, const vt_engine_params &p, int64_t weight_bytes);
+
 // Whether the CUDA backend runs an engine with these params: 'cuda' needs a usable GPU (never a silent CPU
 // fallback: ERR_NO_GPU), 'auto' takes one when there is one.
 bool uses_cuda(const vt_engine_params &p);

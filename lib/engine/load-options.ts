@@ -9,6 +9,7 @@ import {
   booleanOption,
   functionOption,
   integerOption,
+  numberOption,
   oneOfOption,
   optionsRecord,
   rejectUnknownKeys,
@@ -75,6 +76,14 @@ export interface LoadOptions {
   /** Size of the KV-cache pool in bytes. Default: room for max(maxContext, 4096) tokens. */
   kvCacheBytes?: number;
   /**
+   * The share of the GPU's memory, in (0, 1], this engine may take in all (weights, workspaces, CUDA graphs and
+   * the KV cache); the KV pool gets what the rest leaves, so a larger share means more tokens in flight. An
+   * alternative to `kvCacheBytes` (give one or the other). The load fails with `ERR_OUT_OF_MEMORY` when the
+   * share leaves no room for `maxContext` tokens. CUDA backend only; the CPU backend ignores it. Default: unset
+   * (the pool holds max(maxContext, 4096) tokens), never a grab of most of the GPU.
+   */
+  gpuMemoryUtilization?: number;
+  /**
    * Activation precision on the GPU: `'bfloat16'` (the default: tensor cores for prefill and large batches; the
    * residual stream, softmax and logits stay fp32; within transformers' own bf16 error of float64 references)
    * or `'float32'` (exact against fp32 references to rounding, slower prefill; for debugging and tests).
@@ -104,6 +113,7 @@ const KNOWN_KEYS: readonly (keyof LoadOptions)[] = [
   'maxSeqs',
   'kvBlockSize',
   'kvCacheBytes',
+  'gpuMemoryUtilization',
   'dtype',
   'cudaGraphs',
   'onProgress',
@@ -138,9 +148,21 @@ export function validateLoadOptions(options: unknown): NativeLoadParams {
     maxBatchTokens: integerOption('maxBatchTokens', o.maxBatchTokens, 1, INT32_MAX) ?? 0,
     kvBlockSize: integerOption('kvBlockSize', o.kvBlockSize, 1, INT32_MAX) ?? 0,
     kvCacheBytes: integerOption('kvCacheBytes', o.kvCacheBytes, 1, Number.MAX_SAFE_INTEGER) ?? 0,
+    gpuMemoryUtilization: gpuMemoryUtilizationOption(o.gpuMemoryUtilization, o.kvCacheBytes),
     dtype: oneOfOption('dtype', o.dtype, ['auto', 'float32', 'bfloat16'] as const) ?? 'auto',
     cudaGraphs: cudaGraphsOption(o.cudaGraphs, maxSeqs),
   };
+}
+
+/** `gpuMemoryUtilization` → a share in (0, 1], or 0 when absent; never together with `kvCacheBytes`. */
+function gpuMemoryUtilizationOption(value: unknown, kvCacheBytes: unknown): number {
+  const share = numberOption('gpuMemoryUtilization', value, 'in (0, 1]', (n) => n > 0 && n <= 1);
+  if (share !== undefined && kvCacheBytes !== undefined) {
+    throw new InvalidOptionError(
+      'Give "kvCacheBytes" or "gpuMemoryUtilization", not both: each one sizes the KV cache.',
+    );
+  }
+  return share ?? 0;
 }
 
 /** `cudaGraphs` → vt_cuda_graphs' fields (0 / empty = the engine's default); `maxSeqs` as given, if it was. */

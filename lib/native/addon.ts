@@ -15,6 +15,7 @@ export interface NativeLoadParams {
   maxBatchTokens: number; // 0 = default
   kvBlockSize: number; // 0 = default
   kvCacheBytes: number; // 0 = default
+  gpuMemoryUtilization: number; // 0 = unset
   dtype: 'auto' | 'float32' | 'bfloat16'; // GPU activations
   cudaGraphs: NativeCudaGraphs;
 }

@@ -46,6 +46,14 @@ describe('cudaGraphs on the CPU backend', () => {
     }
   });
 
+  it('leaves gpuMemoryUtilization to the CUDA backend: the CPU pool is the default one', async () => {
+    const plain = await Engine.estimate(dir, { device: 'cpu' });
+    const share = await Engine.estimate(dir, { device: 'cpu', gpuMemoryUtilization: 0.5 });
+    expect(share.kvCache).toStrictEqual(plain.kvCache);
+    const engine = await Engine.load(dir, { device: 'cpu', threads: 1, gpuMemoryUtilization: 0.5 });
+    await engine.dispose();
+  });
+
   it('is accepted by Engine.estimate', async () => {
     const est = await Engine.estimate(dir, { device: 'cpu', cudaGraphs: { buckets: [1, 2, 64] } });
     expect(est.kvCache.bytes).toBeGreaterThan(0);

@@ -154,7 +154,25 @@ static void random_defaults() {
   }
 }
 
+// gpu_memory_utilization: a share in (0, 1] or 0, never with kv_cache_bytes; on the CPU backend it changes nothing.
+static void gpu_memory_utilization() {
+  vt_engine_params p = default_params();
+  p.device = VT_DEVICE_CPU;
+  for (double bad : {-0.1, 1.5}) {
+    p.gpu_memory_utilization = bad;
+    CHECK(rejected(p, "gpuMemoryUtilization"));
+  }
+  p.gpu_memory_utilization = 0.5;
+  p.kv_cache_bytes = int64_t(1) << 30;
+  CHECK(rejected(p, "not both"));
+  p.kv_cache_bytes = 0;
+  const vt::MemoryPlan a = vt::plan_memory(tiny_config(), p), b = vt::plan_memory_for(tiny_config(), p, 123456789);
+  CHECK(!a.cuda && !b.cuda);
+  CHECK(a.n_blocks == b.n_blocks && a.kv_cache_bytes == b.kv_cache_bytes && a.workspace_bytes == b.workspace_bytes);
+}
+
 int main() {
+  gpu_memory_utilization();
   defaults();
   given_buckets();
   bad_fields();

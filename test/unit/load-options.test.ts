@@ -19,8 +19,8 @@ function rejection(options: unknown): InvalidOptionError {
 describe('validateLoadOptions', () => {
   it('maps absent options to the native defaults (0 = engine default)', () => {
     const defaults = {
-      device: 'auto', threads: 0, maxContext: 0, maxSeqs: 0, maxBatchTokens: 0, kvBlockSize: 0, kvCacheBytes: 0, dtype: 'auto',
-      cudaGraphs: GRAPHS_DEFAULT,
+      device: 'auto', threads: 0, maxContext: 0, maxSeqs: 0, maxBatchTokens: 0, kvBlockSize: 0, kvCacheBytes: 0,
+      gpuMemoryUtilization: 0, dtype: 'auto', cudaGraphs: GRAPHS_DEFAULT,
     };
     expect(validateLoadOptions(undefined)).toStrictEqual(defaults);
     expect(validateLoadOptions({})).toStrictEqual(defaults);
@@ -51,9 +51,12 @@ describe('validateLoadOptions', () => {
       maxBatchTokens: 1024,
       kvBlockSize: 32,
       kvCacheBytes: 2 ** 33,
+      gpuMemoryUtilization: 0,
       dtype: 'bfloat16',
       cudaGraphs: { enabled: 1, maxBatch: 12, buckets: [1, 4, 12], dedup: true },
     });
+    expect(validateLoadOptions({ gpuMemoryUtilization: 0.85 }).gpuMemoryUtilization).toBe(0.85);
+    expect(validateLoadOptions({ gpuMemoryUtilization: 1 }).gpuMemoryUtilization).toBe(1);
     expect(() => validateLoadOptions({ dtype: 'float16' })).toThrow(/dtype/);
     expect(validateLoadOptions({ device: 'cpu' }).device).toBe('cpu');
   });
@@ -73,6 +76,10 @@ describe('validateLoadOptions', () => {
     ['kvBlockSize', 0, /"kvBlockSize"/],
     ['kvCacheBytes', -1, /"kvCacheBytes"/],
     ['kvCacheBytes', 1e300, /"kvCacheBytes"/],
+    ['gpuMemoryUtilization', 0, /"gpuMemoryUtilization".*\(0, 1\].*got 0/],
+    ['gpuMemoryUtilization', 1.5, /"gpuMemoryUtilization".*got 1\.5/],
+    ['gpuMemoryUtilization', Number.NaN, /"gpuMemoryUtilization".*got NaN/],
+    ['gpuMemoryUtilization', '0.5', /"gpuMemoryUtilization".*got "0\.5"/],
     ['onProgress', 'log', /"onProgress".*function/],
     ['signal', { aborted: false }, /"signal".*AbortSignal/],
     ['signal', null, /"signal"/],
@@ -80,6 +87,12 @@ describe('validateLoadOptions', () => {
     const err = rejection({ [name]: value });
     expect(err.code).toBe('ERR_INVALID_OPTION');
     expect(err.message).toMatch(message);
+  });
+
+  it('refuses kvCacheBytes and gpuMemoryUtilization together: each one sizes the KV cache', () => {
+    const err = rejection({ kvCacheBytes: 2 ** 30, gpuMemoryUtilization: 0.5 });
+    expect(err.code).toBe('ERR_INVALID_OPTION');
+    expect(err.message).toMatch(/"kvCacheBytes" or "gpuMemoryUtilization", not both/);
   });
 
   it('rejects unknown keys, naming them and listing the known ones', () => {

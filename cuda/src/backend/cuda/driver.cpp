@@ -176,6 +176,15 @@ const Driver &driver() {
 
 std::string error_text(CUresult r) { return error_text(loaded().d, r); }
 
+int64_t device_total_bytes(int ordinal) {
+  const Driver &d = driver();
+  CUdevice dev = 0;
+  check(d.cuDeviceGet(&dev, ordinal), "cuDeviceGet");
+  size_t total = 0;
+  check(d.cuDeviceTotalMem(&total, dev), "cuDeviceTotalMem");
+  return int64_t(total);
+}
+
 int device_sm_count(int ordinal) {
   const Driver &d = driver();
   CUdevice dev = 0;

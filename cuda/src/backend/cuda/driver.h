@@ -151,9 +151,10 @@ struct Availability {
 // the answer is computed once and cached (thread-safe).
 Availability cuda_available() noexcept;
 
-// Multiprocessors of device `ordinal`, asked of the driver without a context (for estimates before loading).
-// Throws like driver() when CUDA is not usable.
+// Multiprocessors and memory of device `ordinal`, asked of the driver without a context (for estimates before
+// loading). Throw like driver() when CUDA is not usable.
 int device_sm_count(int ordinal);
+int64_t device_total_bytes(int ordinal);
 
 // The loaded function table. Throws vt::Error(VT_ERR_NO_GPU) with cuda_available()'s reason when CUDA is not
 // usable here.
