@@ -16,8 +16,8 @@
 #   5. the table (bench/cuda_table.py), printed last.
 # --quick: one run each, decode b1 and b32, prefill 2048 (a smoke test of the whole chain, compile included).
 # VT_BENCH_HF=0: our engine only (no peer; for iterating on the engine, never for a RESULTS row).
-# Logs and JSON go to $OUT when set (7 files: checkpoint.log engine.log engine.json engine-graphs-off.json hf.log
-# hf.json table.txt), else .gpu-out/bench/SHAPE/. bench/cuda-report.mjs turns the JSON into bench/RESULTS.md rows.
+# Logs and JSON go to $OUT when set (8 files, the most that come back: checkpoint.log engine.log engine.json
+# engine-graphs-off.json engine-dedup.json hf.log hf.json table.txt), else .gpu-out/bench/SHAPE/. bench/cuda-report.mjs turns the JSON into bench/RESULTS.md rows.
 # Exit code 0 when both sides ran every workload, 1 otherwise.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -79,6 +79,17 @@ timeout 90 "$bin" --model "$ckpt" --runs "$runs" --graphs off --only decode --ba
 graphs_off_rc=$?
 grep -E '^(decode|FAIL)' "$out/engine.log" | tail -1 | sed 's/^/graphs off: /'
 stage "engine, graphs off: exit $graphs_off_rc, $((SECONDS - t)) s"
+
+# 3b. Graph dedup against its null control (the main run, dedup off): executables and device bytes after load,
+# and batch-1 decode, with buckets sharing executables through cuGraphExecUpdate.
+t=$SECONDS
+timeout 90 "$bin" --model "$ckpt" --runs "$runs" --dedup on --only decode --batches 1,8 \
+  --json "$out/engine-dedup.json" > /tmp/vt-bench-dedup.log 2>&1
+dedup_rc=$?
+grep -E '^memory after load' "$out/engine.log" | head -1 | sed 's/^/dedup off: /'
+cat /tmp/vt-bench-dedup.log >> "$out/engine.log"
+grep -E '^(memory after load|decode)' /tmp/vt-bench-dedup.log | sed 's/^/dedup on: /'
+stage "engine, dedup on: exit $dedup_rc, $((SECONDS - t)) s"
 
 # 4. The peer, in what is left (minus a margin for the table and for timeout's grace).
 t=$SECONDS
