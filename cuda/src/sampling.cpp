@@ -300,7 +300,8 @@ int32_t crossing(const Dist &d, const int32_t *ids, int32_t n, float lo, float h
       for (int32_t j = 1; j < n; ++j) lo = std::min(lo, d.x[src[j]]), hi = std::max(hi, d.x[src[j]]);
     }
     const float scale = (kBuckets - 0.01f) / (hi - lo);
-    if (!(scale < kInf)) break;  // all tied (only the ids order them), or a range too narrow for floats
+    // all tied (only the ids order them; hi - lo is -0 when -0 and +0 meet), or a range too narrow for floats
+    if (!(scale > 0.f && scale < kInf)) break;
     auto bucket = [&](int32_t i) {  // 0 = highest logits; clamped, as lo may be a guess
       const float b = (hi - d.x[i]) * scale;
       return b < kBuckets - 1 ? int(std::max(b, 0.f)) : kBuckets - 1;

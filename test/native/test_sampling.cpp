@@ -424,6 +424,14 @@ static void test_robustness() {
   for (const SamplingParams &p : {params(1.f, 0, 1e-7f), params(1.f, 0, 0.f), params(2.f, 1), params(1.f, 0, 1.f, 1.f)})
     for (int i = 0; i < 100; ++i) greedy_like &= vt::sample(x.data(), int(x.size()), p, rng, sc).token == top;
   CHECK(greedy_like, "top_p ~0, top_k 1 and min_p 1 must always give the argmax");
+  // A row of zeros whose largest value is read as -0 (the first of the row): top_p 0 still keeps the first token
+  // alone (the bucketing of its walk once saw hi - lo = -0, a scale of -inf, and dropped the nucleus).
+  std::vector<float> zeros(20000, 0.f);
+  for (size_t i = 0; i < zeros.size(); i += 5) zeros[i] = -0.f;
+  bool first_only = true;
+  for (int lp : {0, 1})
+    for (int i = 0; i < 50; ++i) first_only &= vt::sample(zeros.data(), int(zeros.size()), params(1.f, 0, 0.f, 0.f, lp), rng, sc).token == 0;
+  CHECK(first_only, "top_p 0 over equal logits (-0 and +0) must give the first token");
   // Out-of-range parameters degrade to a defined behaviour, never to a bad id.
   bool sane = true;
   const float odd_t[] = {1e-45f, 1e-30f, 1e30f, kInf, nan, -1.f};
