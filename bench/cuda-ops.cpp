@@ -5,7 +5,8 @@
 // rotated over enough copies that each launch streams from DRAM rather than the 60 MB L2.
 // Every decode product of Qwen3-8B and Qwen3-0.6B (fused q|k|v and gate|up) and the fused SwiGLU product.
 // Also the decode step's rope + KV store in one launch (next to the three it replaces) and greedy sampling on
-// the GPU (argmax + logprob over 151,936 fp32 logits per row).
+// the GPU (argmax + logprob over 151,936 fp32 logits per row); sampling with temperature, top-k, top-p and
+// min-p, the top-20 logprobs and the logits processors on the same rows (GB/s counts one read of the logits).
 // Split-K decode attention (attention_decode) on Qwen3-8B's and 0.6B's shapes, K and V read from DRAM.
 // Prefill-shaped bf16 products go in a second table, in TFLOP/s: cuBLASLt (when the machine has it) on
 // Qwen3-8B's shapes, and our tiled gemm on one of them for comparison.
@@ -20,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -297,6 +299,92 @@ void bench_argmax(Stream &s, Ops &ops, int64_t n) {
   g_rows.push_back({"argmax + logprob (greedy)", shape, us, double(bytes)});
 }
 
+// n rows of 151,936 fp32 logits shaped like a language model's next token (normal(0, 2) with 20 ids raised to
+// 14 .. 4.5 above it: ~30% of the mass left spread over the vocabulary), or flat (normal(0, 0.5): the draw
+// walks a large part of the vocabulary), rotated over >= 1 GiB of device copies so each launch reads DRAM.
+struct LogitsRotation {
+  DeviceBuffer buf;
+  size_t bytes = 0;  // one copy
+  int copies = 0;
+  CUdeviceptr at(int i) const { return buf.ptr() + CUdeviceptr(size_t(i % copies) * bytes); }
+};
+LogitsRotation make_logits(Stream &s, int64_t n, int64_t vocab, bool flat) {
+  std::mt19937_64 g(42);
+  std::normal_distribution<float> normal(0.f, flat ? 0.5f : 2.f);
+  std::vector<float> host(size_t(n * vocab));
+  for (float &v : host) v = normal(g);
+  if (!flat)
+    for (int64_t r = 0; r < n; ++r)
+      for (int i = 0; i < 20; ++i) host[size_t(r * vocab + (i * 104729 + r * 7919) % vocab)] += 14.f - 0.5f * float(i);
+  LogitsRotation rot;
+  rot.bytes = host.size() * 4;
+  rot.copies = int(std::max<size_t>(2, (size_t(1) << 30) / rot.bytes + 1));
+  rot.buf = DeviceBuffer(rot.bytes * size_t(rot.copies));
+  rot.buf.upload(s.get(), host.data(), rot.bytes);
+  for (int c = 1; c < rot.copies; ++c)
+    check(driver().cuMemcpyDtoDAsync(rot.at(c), rot.at(0), rot.bytes, s.get()), "logits copy");
+  s.synchronize();
+  return rot;
+}
+
+// Ops::sample over n rows, every row with the same parameters (u differs per row).
+void bench_sample(Stream &s, Ops &ops, int64_t n, bool flat, float t, int32_t top_k, float top_p, float min_p,
+                  const char *what) {
+  const int64_t vocab = 151936;
+  const LogitsRotation rot = make_logits(s, n, vocab, flat);
+  std::vector<SampleRow> rows(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) rows[size_t(r)] = {double(r + 1) / double(n + 2), t, top_k, top_p, min_p};
+  DeviceBuffer dr(rows.size() * sizeof(SampleRow)), ids(size_t(n * 4)), lps(size_t(n * 4));
+  dr.upload(s.get(), rows.data(), dr.bytes());
+  const double us = median_us(s, [&](int i) {
+    ops.sample(s.get(), rot.at(i), n, vocab, 0, dr.ptr(), ids.ptr(), lps.ptr());
+  });
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "n=%lld x vocab %lld%s", (long long)n, (long long)vocab, flat ? ", flat" : "");
+  g_rows.push_back({what, shape, us, double(rot.bytes)});
+}
+
+void bench_top_logprobs(Stream &s, Ops &ops, int64_t n) {
+  const int64_t vocab = 151936;
+  const LogitsRotation rot = make_logits(s, n, vocab, false);
+  DeviceBuffer ids(size_t(n * 20 * 4)), lps(ids.bytes());
+  const double us = median_us(s, [&](int i) {
+    ops.top_logprobs(s.get(), rot.at(i), n, vocab, 0, 20, ids.ptr(), lps.ptr());
+  });
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "n=%lld x vocab %lld, top 20", (long long)n, (long long)vocab);
+  g_rows.push_back({"top_logprobs", shape, us, double(rot.bytes)});
+}
+
+// Ops::apply_penalties in place on n rows: 600 distinct seen ids (half of them in the output) and 16 biases per
+// row, all three penalties on. Applied to the same rows every launch (the values drift; the time does not).
+void bench_penalties(Stream &s, Ops &ops, int64_t n) {
+  const int64_t vocab = 151936;
+  const LogitsRotation rot = make_logits(s, n, vocab, false);
+  std::vector<int32_t> seen_off{0}, seen_ids, seen_counts, bias_off{0}, bias_ids;
+  std::vector<float> bias_values;
+  for (int64_t r = 0; r < n; ++r) {
+    for (int j = 0; j < 600; ++j) seen_ids.push_back(int32_t((j * 251 + r * 13) % vocab)), seen_counts.push_back(j % 2 ? j % 5 : 0);
+    for (int j = 0; j < 16; ++j) bias_ids.push_back(int32_t((j * 9973 + r) % vocab)), bias_values.push_back(-1.f);
+    seen_off.push_back(int32_t(seen_ids.size())), bias_off.push_back(int32_t(bias_ids.size()));
+  }
+  const std::vector<PenaltyRow> rows(static_cast<size_t>(n), PenaltyRow{1.1f, 0.5f, 0.2f});
+  auto upload = [&](const auto &v) {
+    DeviceBuffer b(v.size() * sizeof(v[0]));
+    b.upload(s.get(), v.data(), b.bytes());
+    return b;
+  };
+  DeviceBuffer dr = upload(rows), dso = upload(seen_off), dsi = upload(seen_ids), dsc = upload(seen_counts),
+               dbo = upload(bias_off), dbi = upload(bias_ids), dbv = upload(bias_values);
+  const double us = median_us(s, [&](int i) {
+    ops.apply_penalties(s.get(), rot.at(i), n, vocab, 0, dr.ptr(), dso.ptr(),
+                        dsi.ptr(), dsc.ptr(), dbo.ptr(), dbi.ptr(), dbv.ptr());
+  });
+  char shape[96];
+  std::snprintf(shape, sizeof shape, "n=%lld, 600 seen + 16 biased ids/row", (long long)n);
+  g_rows.push_back({"apply_penalties", shape, us, double(n) * 616 * 8});
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -350,6 +438,15 @@ int main(int argc, char **argv) {
     bench_rope_store(s, ops, 128, false);
     bench_argmax(s, ops, 1);
     bench_argmax(s, ops, 128);
+    bench_sample(s, ops, 1, false, 0.8f, 0, 0.95f, 0.f, "sample T 0.8 top-p 0.95");
+    bench_sample(s, ops, 128, false, 0.8f, 0, 0.95f, 0.f, "sample T 0.8 top-p 0.95");
+    bench_sample(s, ops, 1, false, 0.7f, 40, 0.9f, 0.05f, "sample T .7 k 40 p .9 min-p .05");
+    bench_sample(s, ops, 128, false, 0.7f, 40, 0.9f, 0.05f, "sample T .7 k 40 p .9 min-p .05");
+    bench_sample(s, ops, 1, true, 1.f, 0, 1.f, 0.f, "sample T 1, no truncation");
+    bench_sample(s, ops, 128, true, 1.f, 0, 1.f, 0.f, "sample T 1, no truncation");
+    bench_top_logprobs(s, ops, 1);
+    bench_top_logprobs(s, ops, 128);
+    bench_penalties(s, ops, 128);
     bench_attention_prefill(s, ops, 2048, true);
     bench_attention_prefill(s, ops, 8192, true);
     bench_attention_prefill(s, ops, 2048, false);

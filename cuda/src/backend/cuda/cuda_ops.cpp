@@ -83,6 +83,9 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
     }
   rope_store_ = ctx.function("vt_rope_store_" + a);
   argmax_ = ctx.function("vt_argmax_f32");
+  sample_ = ctx.function("vt_sample_f32");
+  penalties_ = ctx.function("vt_penalties_f32");
+  top_logprobs_ = ctx.function("vt_top_logprobs_f32");
 }
 
 void Ops::embed(CUstream s, CUdeviceptr table, DType dt, int64_t dim, CUdeviceptr ids, int64_t T, CUdeviceptr out,
@@ -218,6 +221,43 @@ void Ops::argmax(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64
   const int v = int(vocab), vec = ld % 4 == 0 && logits % 16 == 0;
   const long long stride = ld;
   ctx_.launch(argmax_, {unsigned(n)}, {1024}, 0, s, logits, stride, v, vec, out_ids, out_logprobs);
+}
+
+void Ops::sample(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr rows,
+                 CUdeviceptr out_ids, CUdeviceptr out_logprobs) {
+  if (ld == 0) ld = vocab;
+  require(vocab > 0 && vocab <= kSampleMaxVocab && ld >= vocab && fits_int(n) && (n == 0 || (rows && rows % 8 == 0)),
+          "sample shape");
+  if (n == 0) return;
+  const int v = int(vocab), vec = ld % 4 == 0 && logits % 16 == 0;
+  const long long stride = ld;
+  ctx_.launch(sample_, {unsigned(n)}, {1024}, 0, s, logits, stride, v, vec, rows, out_ids, out_logprobs);
+}
+
+void Ops::top_logprobs(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, int32_t top_n,
+                       CUdeviceptr out_ids, CUdeviceptr out_logprobs) {
+  if (ld == 0) ld = vocab;
+  require(vocab > 0 && vocab <= kSampleMaxVocab && ld >= vocab && fits_int(n) && top_n >= 1 && top_n <= 20 &&
+              (n == 0 || (out_ids && out_logprobs)),
+          "top_logprobs shape");
+  if (n == 0) return;
+  const int v = int(vocab), vec = ld % 4 == 0 && logits % 16 == 0, k = top_n;
+  const long long stride = ld;
+  ctx_.launch(top_logprobs_, {unsigned(n)}, {1024}, 0, s, logits, stride, v, vec, k, out_ids, out_logprobs);
+}
+
+void Ops::apply_penalties(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr rows,
+                          CUdeviceptr seen_offsets, CUdeviceptr seen_ids, CUdeviceptr seen_counts,
+                          CUdeviceptr bias_offsets, CUdeviceptr bias_ids, CUdeviceptr bias_values) {
+  if (ld == 0) ld = vocab;
+  require(vocab > 0 && fits_int(vocab) && ld >= vocab && fits_int(n) && (!seen_offsets || (seen_ids && seen_counts)) &&
+              (!bias_offsets || (bias_ids && bias_values)),
+          "apply_penalties shape");
+  if (n == 0 || (!bias_offsets && (!rows || !seen_offsets))) return;
+  const int v = int(vocab);
+  const long long stride = ld;
+  ctx_.launch(penalties_, {unsigned(n)}, {256}, 0, s, logits, stride, v, rows, seen_offsets, seen_ids, seen_counts,
+              bias_offsets, bias_ids, bias_values);
 }
 
 void Ops::attention(CUstream s, CUdeviceptr q, CUdeviceptr k_cache, CUdeviceptr v_cache, const DeviceAttentionBatch &b,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/cuda/context.h"
+#include "backend/cuda/sample_rows.h"
 #include "dtype.h"
 
 namespace vt::cuda {
@@ -101,6 +102,34 @@ class Ops {
   void argmax(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr out_ids,
               CUdeviceptr out_logprobs);
 
+  // Sampling with vt::sample's rules (temperature, top-k, top-p, min-p, one uniform draw; sampler.cuh):
+  // logits(n, vocab) fp32, rows ld elements apart (0: vocab); rows(n) SampleRow (sample_rows.h) in device
+  // memory, each with the u that sample() would draw for it: Rng::uniform() of the row's request, drawn only
+  // when temperature > 0, so seeded requests stay reproducible → out_ids(n) int32 and out_logprobs(n) fp32 (0:
+  // not written), the token's log-softmax of the raw logits. The token is vt::sample's on the same logits and
+  // u except where a threshold falls within rounding of a cumulative sum (sampler.cuh says which); the same
+  // every run. vocab <= 262,144 (the integer weights' sums stay below 2^62).
+  static constexpr int64_t kSampleMaxVocab = int64_t(1) << 18;
+  void sample(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr rows,
+              CUdeviceptr out_ids, CUdeviceptr out_logprobs);
+
+  // The host sampler's top-N logprobs (SampleResult::top_ids/top_logprobs; sampler.cuh): logits(n, vocab) fp32,
+  // rows ld elements apart (0: vocab) → out_ids(n, top_n) int32 and out_logprobs(n, top_n) fp32, per row the
+  // min(top_n, vocab) largest values (descending, ties to the lower id, NaN as -inf) and their log-softmax of
+  // the raw logits; entries past min(top_n, vocab) are not written. 1 <= top_n <= 20, vocab <= 262,144.
+  void top_logprobs(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, int32_t top_n,
+                    CUdeviceptr out_ids, CUdeviceptr out_logprobs);
+
+  // The logits processors of logits_processors.cpp, in place on logits(n, vocab) fp32 (rows ld elements apart,
+  // 0: vocab) and bitwise what the host computes (penalties.cuh): rows(n) PenaltyRow, and per row two lists in
+  // CSR form, offsets (n + 1) int32 into their arrays:
+  //   seen: every distinct token id of the request's prompt and output, once (seen_ids int32), with its count
+  //         in the output (seen_counts int32; 0: prompt only). rows or seen_offsets 0: no penalties.
+  //   bias: logit_bias in its order (bias_ids int32, bias_values fp32; an id may repeat). bias_offsets 0: none.
+  void apply_penalties(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr rows,
+                       CUdeviceptr seen_offsets, CUdeviceptr seen_ids, CUdeviceptr seen_counts,
+                       CUdeviceptr bias_offsets, CUdeviceptr bias_ids, CUdeviceptr bias_values);
+
   // Paged causal GQA attention, the contract of cpu::attention; T query rows in total. head_dim <= 256. q rows
   // are q_row_stride elements apart (0: n_heads * head_dim).
   void attention(CUstream s, CUdeviceptr q, CUdeviceptr k_cache, CUdeviceptr v_cache, const DeviceAttentionBatch &b,
@@ -166,7 +195,7 @@ class Ops {
   CUfunction attention_split_[2];           // split-K on CUDA cores: head_dim <= 128, <= 256
   CUfunction attention_split_mma_[3] = {};  // split-K on tensor cores, bf16 activations only: head_dim 64, 128, 256
   CUfunction attention_prefill_[2] = {};  // bf16 activations only: head_dim 64, 128
-  CUfunction rope_store_, argmax_;
+  CUfunction rope_store_, argmax_, sample_, penalties_, top_logprobs_;
 };
 
 }  // namespace vt::cuda

@@ -72,15 +72,14 @@ __device__ __forceinline__ void softmax_max_merge(SoftmaxMax &a, float bm, int b
   a.m = m, a.id = id;
 }
 
-// Grid (n), block kArgmaxThreads. vec: every row 16-byte aligned (ld % 4 == 0, logits aligned).
-__device__ __forceinline__ void argmax_row(const float *__restrict__ logits, int64_t ld, int vocab, int vec,
-                                           int32_t *__restrict__ out_ids, float *__restrict__ out_logprobs) {
+// The row's SoftmaxMax (largest value, its lowest id, sum of exp(l - max)), the same in every thread. One pass;
+// the per-thread states merge in a fixed tree, so the result does not depend on timing. Block kArgmaxThreads
+// threads (or any multiple of 32 up to 1024, same result up to the sum's rounding); vec: x 16-byte aligned.
+__device__ __forceinline__ SoftmaxMax row_softmax_max(const float *__restrict__ x, int vocab, int vec) {
   __shared__ float s_m[32], s_s[32];
   __shared__ int s_id[32];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, n_warps = blockDim.x >> 5;
   const int stride = blockDim.x;
-  const int64_t row = blockIdx.x;
-  const float *x = logits + row * ld;
   SoftmaxMax st{-INFINITY, 0, 0.f};
 
   if (vec) {
@@ -138,22 +137,37 @@ __device__ __forceinline__ void argmax_row(const float *__restrict__ logits, int
       const int bid = __shfl_down_sync(0xffffffffu, st.id, o);
       softmax_max_merge(st, bm, bid, bs);
     }
-    if (lane == 0) s_m[0] = st.m;
   }
+  __syncthreads();  // every warp has read s_m/s_s/s_id
+  if (tid == 0) s_m[0] = st.m, s_s[0] = st.s, s_id[0] = st.id;
   __syncthreads();
-  const float m = s_m[0];  // the same in every thread
+  return SoftmaxMax{s_m[0], s_id[0], s_s[0]};
+}
+
+// Number of +inf entries of x(vocab), in every thread; exact as a float for vocab <= 2^24.
+__device__ __forceinline__ float count_pos_inf(const float *__restrict__ x, int vocab) {
+  float count = 0.f;
+  for (int i = threadIdx.x; i < vocab; i += blockDim.x) count += x[i] == INFINITY ? 1.f : 0.f;
+  return block_sum(count);
+}
+
+// Grid (n), block kArgmaxThreads. vec: every row 16-byte aligned (ld % 4 == 0, logits aligned).
+__device__ __forceinline__ void argmax_row(const float *__restrict__ logits, int64_t ld, int vocab, int vec,
+                                           int32_t *__restrict__ out_ids, float *__restrict__ out_logprobs) {
+  const int64_t row = blockIdx.x;
+  const float *x = logits + row * ld;
+  const SoftmaxMax st = row_softmax_max(x, vocab, vec);
+  const float m = st.m;
 
   if (m == INFINITY) {  // the CPU's limit of softmax: the +inf entries share all the probability
-    float count = 0.f;  // exact: vocab <= 2^24 (the host checks)
-    for (int i = tid; i < vocab; i += stride) count += x[i] == INFINITY ? 1.f : 0.f;
-    count = block_sum(count);
-    if (tid == 0) {
+    const float count = count_pos_inf(x, vocab);
+    if (threadIdx.x == 0) {
       out_ids[row] = st.id;
       if (out_logprobs) out_logprobs[row] = float(-log(double(count)));
     }
     return;
   }
-  if (tid == 0) {
+  if (threadIdx.x == 0) {
     if (m == -INFINITY) {  // only -inf and NaN: all tie
       out_ids[row] = 0;
       if (out_logprobs) out_logprobs[row] = float(-log(double(vocab)));
