@@ -49,20 +49,10 @@ else
 fi
 stage "gpu-bench $shape: $VT_BENCH_GPU; commit $VT_BENCH_COMMIT; $runs run(s); limit $limit s; results in $out"
 
-# 1. The checkpoint (its marker file is written last, so a folder that has it is complete).
+# 1. The checkpoint.
 t=$SECONDS
-if grep -qs "\"shape\": \"$shape\"" "$ckpt/random_checkpoint.json"; then
-  stage "checkpoint: reusing $ckpt"
-else
-  timeout 300 python3 scripts/random_checkpoint.py --shape "$shape" --out "$ckpt" > "$out/checkpoint.log" 2>&1
-  rc=$?
-  if [ "$rc" != 0 ]; then
-    tail -20 "$out/checkpoint.log"
-    stage "checkpoint FAILED (exit $rc)"
-    exit 1
-  fi
-  tail -1 "$out/checkpoint.log"
-fi
+. scripts/bench-checkpoint.sh
+bench_checkpoint "$shape" "$ckpt" "$out/checkpoint.log" 300 || exit 1
 stage "checkpoint: $((SECONDS - t)) s"
 
 # 2. Our engine, CUDA graphs on (the default).

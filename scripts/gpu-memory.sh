@@ -51,22 +51,10 @@ export VT_BENCH_COMMIT VT_BENCH_GPU
 stage "gpu-memory $shape: $VT_BENCH_GPU; commit $VT_BENCH_COMMIT; limit $limit s; results in $out"
 stage "page cache: nothing dropped; the checkpoint is read through before each side, so both load it warm"
 
-# 1. The checkpoint (its marker file is written last, so a folder that has it is complete).
+# 1. The checkpoint.
 t=$SECONDS
-if grep -qs "\"shape\": \"$shape\"" "$ckpt/random_checkpoint.json"; then
-  stage "checkpoint: reusing $ckpt"
-else
-  timeout 150 python3 scripts/random_checkpoint.py --shape "$shape" --out "$ckpt" > "$out/checkpoint.log" 2>&1
-  rc=$?
-  if [ "$rc" != 0 ]; then
-    tail -20 "$out/checkpoint.log"
-    stage "checkpoint FAILED (exit $rc)"
-    exit 1
-  fi
-  tail -1 "$out/checkpoint.log"
-  # Its writeback done now rather than during a measured run (the pages stay in the page cache).
-  timeout 60 sync
-fi
+. scripts/bench-checkpoint.sh
+bench_checkpoint "$shape" "$ckpt" "$out/checkpoint.log" 150 || exit 1
 stage "checkpoint: $((SECONDS - t)) s, $(du -sh "$ckpt" | cut -f1)"
 
 warm() {
