@@ -43,7 +43,7 @@ prepare() {
   done
   for p in "${pids[@]}"; do wait "$p"; done
   local ld=(-pthread -ldl -static-libstdc++ -static-libgcc -s)
-  "$cxx" "${flags[@]}" test/native/test_cuda_ops.cpp "${objs[@]}" "${ld[@]}" -o "$out/test_cuda_ops"
+  "$cxx" "${flags[@]}" test/native/test_cuda_ops.cpp test/native/cuda_ops/*.cpp "${objs[@]}" "${ld[@]}" -o "$out/test_cuda_ops"
   "$cxx" "${flags[@]}" bench/cuda-ops.cpp "${objs[@]}" "${ld[@]}" -o "$out/bench_cuda_ops"
   # nlohmann/json is header-only and installed here, not on the GPU machine: the binary carries it.
   "$cxx" "${flags[@]}" test/gpu/golden_cuda.cpp "${objs[@]}" "${ld[@]}" -o "$out/golden_cuda"

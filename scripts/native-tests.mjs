@@ -120,6 +120,17 @@ const tests = readdirSync(testDir)
 const testObjs = await pool(tests, width, (f) =>
   compile(`test/native/${f}`, join(objDir, 'test', f.replace(/\.cpp$/, '.o'))),
 );
+// A test may have companion sources, test/native/<name without test_>/*.cpp, linked into its program (the CUDA
+// op checks are split by op family that way).
+const companionsOf = (name) => {
+  const dir = join(testDir, name.replace(/^test_/, ''));
+  return existsSync(dir) && statSync(dir).isDirectory()
+    ? readdirSync(dir).filter((f) => f.endsWith('.cpp')).sort().map((f) => `test/native/${relative(testDir, join(dir, f))}`)
+    : [];
+};
+const companions = tests.flatMap((f) => companionsOf(f.replace(/\.cpp$/, '')));
+const companionObjs = await pool(companions, width, (src) => compile(src, join(objDir, src.replace(/\.cpp$/, '.o'))));
+companions.forEach((s, i) => { if (!companionObjs[i].ok) failures.push(`build ${s}`); });
 
 const summary = [];
 for (const [i, f] of tests.entries()) {
@@ -127,7 +138,8 @@ for (const [i, f] of tests.entries()) {
   const exe = join(buildDir, name);
   if (!testObjs[i].ok) { summary.push([name, 'BUILD FAILED', 0]); continue; }
   const libs = existsSync(archive) ? [archive] : [];
-  const link = await run(cxx, [join(objDir, 'test', `${name}.o`), ...libs, ...ldflags, '-o', exe]);
+  const extra = companionsOf(name).map((src) => join(objDir, src.replace(/\.cpp$/, '.o')));
+  const link = await run(cxx, [join(objDir, 'test', `${name}.o`), ...extra, ...libs, ...ldflags, '-o', exe]);
   if (link.code !== 0) {
     process.stdout.write(`--- link ${name}\n${link.out}`);
     summary.push([name, 'LINK FAILED', 0]);
