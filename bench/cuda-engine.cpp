@@ -38,6 +38,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bench_json.h"
 #include "vt_engine.h"
 
 namespace fs = std::filesystem;
@@ -435,14 +436,8 @@ int main(int argc, char **argv) {
   json &out = b.out;
   out["tool"] = "bench_cuda_engine";
   out["engine"] = "vtengine";
-  json meta = json::object();
-  for (const char *k : {"VT_BENCH_COMMIT", "VT_BENCH_GPU", "VT_BENCH_SHAPE"})
-    if (const char *v = std::getenv(k)) meta[k] = v;
-  out["meta"] = meta;
-  char date[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  out["date"] = date;
+  out["meta"] = bench_meta();
+  out["date"] = bench_date();
   out["model_dir"] = o.model;
   out["dtype"] = o.dtype;
   out["graphs"] = o.graphs;

@@ -134,6 +134,26 @@ void bench_gemv_swiglu(Stream &s, Ops &ops, int64_t M, int64_t K, int64_t I, con
   g_rows.push_back({what, shape, us, double(wbytes) + double(M * K * 2) + double(M * I * 2)});
 }
 
+// A decode batch's integers on the device: `batch` sequences of one query row each at position ctx_len - 1, their
+// blocks (bs tokens each) scattered over the pool as a long-running server's are.
+struct DecodeMeta {
+  DeviceBuffer q_start, pos0, tables;
+  DeviceAttentionBatch batch;
+};
+DecodeMeta decode_meta(Stream &s, int32_t batch, int32_t ctx_len, int32_t bs) {
+  const int32_t blocks_per_seq = (ctx_len + bs - 1) / bs, n_blocks = batch * blocks_per_seq;
+  std::vector<int32_t> q_start(size_t(batch) + 1), pos0(size_t(batch), ctx_len - 1), tables(static_cast<size_t>(n_blocks));
+  for (int32_t i = 0; i <= batch; ++i) q_start[size_t(i)] = i;
+  for (int32_t i = 0; i < n_blocks; ++i) tables[size_t(i)] = int32_t((int64_t(i) * 7919) % n_blocks);  // scattered
+  DecodeMeta m{DeviceBuffer(q_start.size() * 4), DeviceBuffer(pos0.size() * 4), DeviceBuffer(tables.size() * 4), {}};
+  m.q_start.upload(s.get(), q_start.data(), m.q_start.bytes());
+  m.pos0.upload(s.get(), pos0.data(), m.pos0.bytes());
+  m.tables.upload(s.get(), tables.data(), m.tables.bytes());
+  m.batch = DeviceAttentionBatch{batch, m.q_start.ptr(), m.pos0.ptr(), m.tables.ptr(), blocks_per_seq, bs};
+  return m;
+}
+
+
 void bench_attention(Stream &s, Ops &ops, int32_t batch, int32_t ctx_len) {
   const int32_t n_heads = 32, n_kv = 8, hd = 128, bs = 16;
   const int32_t blocks_per_seq = (ctx_len + bs - 1) / bs, n_blocks = batch * blocks_per_seq;
@@ -142,14 +162,8 @@ void bench_attention(Stream &s, Ops &ops, int32_t batch, int32_t ctx_len) {
   fill_random(s, kc, 7);
   fill_random(s, vc, 8);
   fill_random(s, q, 9);
-  std::vector<int32_t> q_start(size_t(batch) + 1), pos0(size_t(batch), ctx_len - 1), tables(static_cast<size_t>(n_blocks));
-  for (int32_t i = 0; i <= batch; ++i) q_start[size_t(i)] = i;
-  for (int32_t i = 0; i < n_blocks; ++i) tables[size_t(i)] = int32_t((int64_t(i) * 7919) % n_blocks);  // scattered
-  DeviceBuffer dq(q_start.size() * 4), dp(pos0.size() * 4), dt(tables.size() * 4);
-  dq.upload(s.get(), q_start.data(), dq.bytes());
-  dp.upload(s.get(), pos0.data(), dp.bytes());
-  dt.upload(s.get(), tables.data(), dt.bytes());
-  DeviceAttentionBatch b{batch, dq.ptr(), dp.ptr(), dt.ptr(), blocks_per_seq, bs};
+  const DecodeMeta meta = decode_meta(s, batch, ctx_len, bs);
+  const DeviceAttentionBatch &b = meta.batch;
   const double us = median_us(s, [&](int) {
     ops.attention(s.get(), q.ptr(), kc.ptr(), vc.ptr(), b, batch, n_heads, n_kv, hd, 0.088f, out.ptr());
   });
@@ -171,14 +185,8 @@ void bench_attention_decode(Stream &s, Ops &ops, int32_t n_heads, int32_t n_kv, 
   fill_random(s, kc, 27);
   fill_random(s, vc, 28);
   fill_random(s, q, 29);
-  std::vector<int32_t> q_start(size_t(batch) + 1), pos0(size_t(batch), ctx_len - 1), tables(static_cast<size_t>(n_blocks));
-  for (int32_t i = 0; i <= batch; ++i) q_start[size_t(i)] = i;
-  for (int32_t i = 0; i < n_blocks; ++i) tables[size_t(i)] = int32_t((int64_t(i) * 7919) % n_blocks);  // scattered
-  DeviceBuffer dq(q_start.size() * 4), dp(pos0.size() * 4), dt(tables.size() * 4);
-  dq.upload(s.get(), q_start.data(), dq.bytes());
-  dp.upload(s.get(), pos0.data(), dp.bytes());
-  dt.upload(s.get(), tables.data(), dt.bytes());
-  DeviceAttentionBatch b{batch, dq.ptr(), dp.ptr(), dt.ptr(), blocks_per_seq, bs};
+  const DecodeMeta meta = decode_meta(s, batch, ctx_len, bs);
+  const DeviceAttentionBatch &b = meta.batch;
   const int32_t max_keys = bound ? bound : ctx_len;
   const size_t ws_bytes = ops.attention_workspace_bytes(batch, n_heads, n_kv, hd, max_keys);
   DeviceBuffer ws(ws_bytes);

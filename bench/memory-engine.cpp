@@ -41,6 +41,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bench_json.h"
 #include "vt_engine.h"
 
 namespace fs = std::filesystem;
@@ -234,14 +235,8 @@ int main(int argc, char **argv) {
   info["device"] = o.device;
   info["control"] = o.control;
   info["workload"] = {{"requests", N}, {"prompt", P}, {"new", K}, {"idleMs", o.idle_ms}};
-  json meta = json::object();
-  for (const char *k : {"VT_BENCH_COMMIT", "VT_BENCH_GPU", "VT_BENCH_SHAPE"})
-    if (const char *v = std::getenv(k)) meta[k] = v;
-  info["meta"] = meta;
-  char date[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  info["date"] = date;
+  info["meta"] = bench_meta();
+  info["date"] = bench_date();
   info["errors"] = json::array();
   if (o.control) {  // as memory_hf.py --control: nothing loaded, the process's own footprint
     mark("serve");
