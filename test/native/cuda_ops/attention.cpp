@@ -56,9 +56,13 @@ void test_attention_case(Env &env, cuda::Ops &ops, int32_t n_heads, int32_t n_kv
                cpu::attention(env.pool, q.data(), kc.data(), vc.data(), cb, n_heads, n_kv, hd, scale, ref.data());
                bool guard = false;
                // fp32 sums over thousands of keys in different orders: the error scales with the values summed
-               // (|v| < 1), not with the result, which shrinks like 1/sqrt(keys); bf16 is bounded by its rounding
+               // (|v| < 1), not with the result, which shrinks like 1/sqrt(keys). bf16 rounds each softmax weight
+               // to within 2^-9 (attention_mma.cuh), so its error is bounded by 2^-9 * sum_i w_i |v_i| <= 2e-3
+               // whatever the result: a floor of 0.1 (1e-3 at tol 1e-2) holds it. One H200 run at 2998 keys
+               // erred 7.4e-4 on a result of 0.013 and failed the floorless bound by 1%. Keys too many or too
+               // few are caught by the exact-weights test below, not here.
                const auto got = download(out, &guard);  // before close() reads guard
-               return close(got, ref, tol_for(act), guard, &why, act == Act::F32 ? 0.05 : 0);
+               return close(got, ref, tol_for(act), guard, &why, act == Act::F32 ? 0.05 : 0.1);
              });
 }
 
