@@ -3,8 +3,11 @@
 # same run, each under the same external sampler (bench/memory.py: PSS, RSS, GPU bytes of the process tree and the
 # MemAvailable drop every 100 ms, split by the phases the workload announces).
 #
-#   scripts/gpu-memory.sh [qwen3-8b|qwen3-0.6b]   there, from the repo root, after `scripts/gpu-check.sh prepare`
-#                                                 here (it builds .gpu-out/bench_memory_engine; carry .gpu-out)
+#   scripts/gpu-memory.sh [qwen3-8b|qwen3-0.6b] [cuda|cpu]
+#                        there, from the repo root, after `scripts/gpu-check.sh prepare` here (it builds
+#                        .gpu-out/bench_memory_engine; carry .gpu-out). cpu: both sides on the GPU machine's CPU
+#                        (ours with float32 activations, the CPU backend's; HF with torch's default threads), the
+#                        issue's CPU table measured like the GPU one: same machine, same run.
 #
 # Stages, each under `timeout`, with the elapsed time printed:
 #   1. the random bf16 checkpoint (scripts/random_checkpoint.py, ~35 s for the 8B shape) in
@@ -29,11 +32,14 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 shape=${1:-qwen3-8b}
-case "$shape" in
-  qwen3-0.6b | qwen3-8b) ;;
-  *) echo "usage: scripts/gpu-memory.sh [qwen3-8b|qwen3-0.6b]"; exit 2 ;;
+device=${2:-cuda}
+case "$shape/$device" in
+  qwen3-0.6b/cuda | qwen3-8b/cuda | qwen3-0.6b/cpu | qwen3-8b/cpu) ;;
+  *) echo "usage: scripts/gpu-memory.sh [qwen3-8b|qwen3-0.6b] [cuda|cpu]"; exit 2 ;;
 esac
-out=${OUT:-$root/.gpu-out/memory/$shape}
+dtype=bfloat16
+[ "$device" = cpu ] && dtype=float32
+out=${OUT:-$root/.gpu-out/memory/$shape-$device}
 mkdir -p "$out"
 ckpt=${VT_BENCH_DIR:-/tmp/vt-bench}/$shape-bf16
 limit=${VT_BENCH_LIMIT_S:-500}
@@ -48,7 +54,7 @@ export VT_BENCH_SHAPE=$shape
 VT_BENCH_COMMIT=$(cat .gpu-out/commit.txt 2>/dev/null || echo unknown)
 VT_BENCH_GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
 export VT_BENCH_COMMIT VT_BENCH_GPU
-stage "gpu-memory $shape: $VT_BENCH_GPU; commit $VT_BENCH_COMMIT; limit $limit s; results in $out"
+stage "gpu-memory $shape on $device: $VT_BENCH_GPU; commit $VT_BENCH_COMMIT; limit $limit s; results in $out"
 stage "page cache: nothing dropped; the checkpoint is read through before each side, so both load it warm"
 
 # 1. The checkpoint.
@@ -78,11 +84,11 @@ measure() {
 
 # 2. The null controls (cheap; a failure here does not stop the rest).
 measure "vtengine (control)" vtengine-control.json 20 "$bin" --model "$ckpt" --control --idle-ms 1000
-measure "hf (control)" hf-control.json 60 python3 bench/memory_hf.py --checkpoint "$ckpt" --device cuda --control --idle-ms 1000
+measure "hf (control)" hf-control.json 60 python3 bench/memory_hf.py --checkpoint "$ckpt" --device "$device" --control --idle-ms 1000
 
 # 3. Ours.
 warm
-measure vtengine vtengine.json 100 "$bin" --model "$ckpt" --device cuda --dtype bfloat16 "${workload[@]}"
+measure vtengine vtengine.json 100 "$bin" --model "$ckpt" --device "$device" --dtype "$dtype" "${workload[@]}"
 ours_rc=$?
 grep -E '^(bench_memory_engine|loaded|served|load failed|estimate failed)' "$out/run.log" | sed 's/^/  ours: /'
 
@@ -94,7 +100,7 @@ if [ "$budget" -lt 60 ]; then
   stage "HF: skipped, only $budget s left"
 else
   [ "$budget" -gt 240 ] && budget=240
-  measure hf hf.json "$budget" python3 bench/memory_hf.py --checkpoint "$ckpt" --device cuda "${workload[@]}"
+  measure hf hf.json "$budget" python3 bench/memory_hf.py --checkpoint "$ckpt" --device "$device" "${workload[@]}"
   hf_rc=$?
   [ "$hf_rc" = 0 ] || tail -5 "$out/run.log"
 fi
