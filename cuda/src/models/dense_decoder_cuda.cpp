@@ -114,6 +114,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // Debugging and A/B timing: VT_CUDA_ATTN=simple (the first attention kernel everywhere) or noprefill (no
   // tensor-core prefill kernel); VT_CUDA_CUBLASLT=0 (own GEMM kernels only).
   if (const char *e = std::getenv("VT_CUDA_ATTN")) attn_mode_ = e;
+  if (const char *e = std::getenv("VT_CUDA_FUSED_NORM")) fused_norm_ = e[0] != '0';
   const char *blas_env = std::getenv("VT_CUDA_CUBLASLT");
   if (p.act == cuda::Act::BF16 && !(blas_env && blas_env[0] == '0')) {
     blas_ = std::make_unique<cuda::CublasLt>(*ctx_);
@@ -252,6 +253,14 @@ void CudaDecoder::stage(const ForwardBatch &b, int32_t n_pad) {
   staged_->record(stream_->get());
 }
 
+bool CudaDecoder::fused_step(int32_t T) const {
+  if (!fused_norm_ || T > gemv_rows_max() || !ops_->gemv_norm_fits(T, c_.hidden_size)) return false;
+  for (const DLayer &L : layers_)
+    for (const DMatrix *m : {&L.qkv, &L.o, &L.gate_up, &L.down})
+      if (m->dtype != DType::BF16 || L.gate_up_bias) return false;
+  return true;
+}
+
 void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi_row, int32_t n_tiles) {
   const CUstream s = stream_->get();
   const int64_t H = c_.hidden_size, I = c_.intermediate_size;
@@ -269,11 +278,15 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
 
   // The residual stream is fp32 whatever the activation type (bf16: only the products' inputs, q/k/v and the
   // KV cache are rounded, as in production engines); the last layer's norm writes fp32 rows for the lm_head.
+  const bool fused = fused_step(T);
   ops_->embed(s, embed_.ptr, embed_.dtype, H, meta_.tokens, T, residual_, /*out_f32=*/true);
-  ops_->rmsnorm_res32(s, residual_, T, H, layers_[0].attn_norm, eps, normed_);
+  if (!fused) ops_->rmsnorm_res32(s, residual_, T, H, layers_[0].attn_norm, eps, normed_);
   for (int l = 0; l < c_.n_layers; ++l) {
     const DLayer &L = layers_[l];
-    linear(normed_, T, L.qkv, L.qkv_bias, qkv_);
+    if (fused)
+      ops_->gemv_norm(s, residual_, T, H, L.attn_norm, eps, L.qkv.ptr, L.qkv.rows, L.qkv_bias, qkv_);
+    else
+      linear(normed_, T, L.qkv, L.qkv_bias, qkv_);
     // RoPE on q and k (after Qwen3's per-head norm when it has one), then k and v into the cache.
     ops_->rope_store(s, qkv_, T, c_.n_heads, c_.n_kv_heads, c_.head_dim, meta_.positions, inv_freq_, rope_scale_,
                      L.q_norm, L.k_norm, eps, meta_.slots, k_cache(l), v_cache(l));
@@ -286,6 +299,13 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
     else
       ops_->attention(s, qkv_, k_cache(l), v_cache(l), da, T, c_.n_heads, c_.n_kv_heads, c_.head_dim, scale, attn_,
                       QKV);
+    if (fused) {  // residual += o(attn); mlp(norm(residual)); residual += down(...): three launches
+      ops_->gemv_residual(s, attn_, T, QD, L.o.ptr, H, L.o_bias, residual_, sub_f32_);
+      ops_->gemv_swiglu_norm(s, residual_, T, H, L.mlp_norm, eps, L.gate_up.ptr, I, act_);
+      ops_->gemv_residual(s, act_, T, I, L.down.ptr, H, L.down_bias, residual_, sub_f32_);
+      if (l + 1 == c_.n_layers) ops_->rmsnorm_res32(s, residual_, T, H, final_norm_, eps, final_, /*out_f32=*/true);
+      continue;
+    }
     linear(attn_, T, L.o, L.o_bias, proj_, sub_f32_);
     // residual += attention output; normed = post_attention_layernorm(residual)
     ops_->add_rmsnorm_res32(s, residual_, proj_, sub_f32_, T, H, L.mlp_norm, eps, normed_, false);

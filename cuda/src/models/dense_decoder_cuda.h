@@ -126,6 +126,12 @@ class CudaDecoder : public Decoder {
   CudaDecoderParams p_;
   float rope_scale_ = 1.f;
   bool sub_f32_ = false;  // o/down outputs fp32 (VT_CUDA_SUBLAYER_F32=1, debugging; bf16 activations only)
+  // Steps of up to gemv_rows_max() rows run each RMSNorm in the prologue of the product after it and each
+  // residual add in the epilogue of the product before it (Ops::gemv_norm / gemv_residual), when every layer's
+  // products take the GEMV (bf16 weights, no gate/up biases). VT_CUDA_FUSED_NORM=0: the separate kernels (the
+  // null control; the results are bitwise the same).
+  bool fused_norm_ = true;
+  bool fused_step(int32_t T) const;
   // Declared first, destroyed last: every buffer below belongs to this context.
   std::unique_ptr<cuda::Context> ctx_;
   std::unique_ptr<cuda::Stream> stream_;

@@ -5,7 +5,7 @@ using namespace vtk;
 
 #define VT_SILU_MUL(SUFFIX, T)                                                                              \
   extern "C" __global__ void __launch_bounds__(256)                                                         \
-      vt_silu_mul_##SUFFIX(const T *gate, const T *up, long long rows, int F, long long ld, T *out) { pdl_trigger();         \
+      vt_silu_mul_##SUFFIX(const T *gate, const T *up, long long rows, int F, long long ld, T *out) { pdl_trigger(); pdl_wait();         \
     silu_mul_all<T>(gate, up, rows, F, ld, out);                                                            \
   }
 

@@ -12,13 +12,13 @@ using namespace vtk;
   extern "C" __global__ void __launch_bounds__(kAttnWarps * 32) vt_paged_attention_##SUFFIX##_d##VPL(        \
       const T *q, long long q_row_stride, const T *k_cache, const T *v_cache, const int32_t *seq_q_start,     \
       const int32_t *seq_pos0, const int32_t *block_tables, int n_seqs, int max_blocks, int block_size,       \
-      int n_heads, int n_kv_heads, int head_dim, float scale, T *out) { pdl_trigger();                                      \
+      int n_heads, int n_kv_heads, int head_dim, float scale, T *out) { pdl_trigger(); pdl_wait();                                      \
     paged_attention_row<T, VPL>(q, q_row_stride, k_cache, v_cache, seq_q_start, seq_pos0, block_tables,     \
                                 n_seqs, max_blocks, block_size, n_heads, n_kv_heads, head_dim, scale, out); \
   }
 #define VT_KV_STORE(SUFFIX, T)                                                                              \
   extern "C" __global__ void __launch_bounds__(128) vt_kv_store_##SUFFIX(                                    \
-      const T *k, const T *v, int row_elems, const int32_t *slot, T *k_cache, T *v_cache) { pdl_trigger();                 \
+      const T *k, const T *v, int row_elems, const int32_t *slot, T *k_cache, T *v_cache) { pdl_trigger(); pdl_wait();                 \
     kv_store_token<T>(k, v, row_elems, slot, k_cache, v_cache);                                             \
   }
 
@@ -35,7 +35,7 @@ VT_KV_STORE(bf16, bf16)
       const T *q, long long q_row_stride, const T *k_cache, const T *v_cache, const int32_t *seq_q_start,     \
       const int32_t *seq_pos0, const int32_t *block_tables, int n_seqs, int max_blocks, int block_size,       \
       int n_heads, int n_kv_heads, int head_dim, float scale, int n_splits, unsigned *tickets, float *part_ml, \
-      float *part_acc, T *out) { pdl_trigger();                                                                             \
+      float *part_acc, T *out) { pdl_trigger(); pdl_wait();                                                                             \
     attention_split<T, VPL, MMA_HD>(q, q_row_stride, k_cache, v_cache, seq_q_start, seq_pos0, block_tables,   \
                                     n_seqs, max_blocks, block_size, n_heads, n_kv_heads, head_dim, scale,     \
                                     n_splits, tickets, part_ml, part_acc, out);                              \

@@ -41,9 +41,12 @@ __device__ __forceinline__ void unpack_bf16x8(const uint4 v, float (&f)[8]) {
 
 // Programmatic dependent launch (sm_90+; no-ops on older targets and for kernels launched without it):
 //   pdl_trigger(): this grid's dependents may start launching now (they still wait for its completion before
-//     touching its results); called first thing by the kernels of a decode step;
+//     touching its results); called first thing by every kernel entry point;
 //   pdl_wait(): blocks until every earlier grid on the stream has completed and its writes are visible; a
-//     kernel launched with Context::launch_pdl calls it before any dependent read or write.
+//     kernel launched with Context::launch_pdl calls it before any dependent read or write. The entry points
+//     call it right after pdl_trigger() (the GEMVs after computing their row pointers), so the gain is the
+//     launch and block scheduling of the next kernel hidden under this one's run, ~0.3-1 us a launch; Ops
+//     launches every kernel that waits this way with PDL (all but the tiled GEMM and prefill attention).
 __device__ __forceinline__ void pdl_trigger() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");

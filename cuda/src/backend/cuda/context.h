@@ -69,6 +69,7 @@ class Context {
   int64_t total_bytes() const { return total_bytes_; }
   int64_t free_bytes() const;  // cuMemGetInfo, with this context current on the calling thread
   int ordinal() const { return ordinal_; }
+  CUdevice device() const { return dev_; }
   // The device is integrated: its memory is the host's (GB10, Jetson Thor), so device bytes are host bytes too.
   bool integrated() const { return integrated_; }
 

@@ -41,6 +41,7 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   rmsnorm_ = ctx.function("vt_rmsnorm_" + a);
   add_rmsnorm_ = ctx.function("vt_add_rmsnorm_" + a);
   rmsnorm_res32_ = act == Act::F32 ? rmsnorm_ : ctx.function("vt_rmsnorm_f32_to_bf16");
+  rmsnorm_f32_ = ctx.function("vt_rmsnorm_f32");
   for (int xf = 0; xf < 2; ++xf)
     for (int of = 0; of < 2; ++of)
       add_rmsnorm_res32_[xf][of] =
@@ -58,6 +59,23 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
     }
   for (int lm = 0; lm < 4; ++lm) gemv_x32_[lm] = ctx.function("vt_gemv_f32_f32_m" + std::to_string(1 << lm));
   for (int lm = 0; lm < 4; ++lm) gemv_swiglu_[lm] = ctx.function("vt_gemv_swiglu_" + a + "_m" + std::to_string(1 << lm));
+  {
+    int optin = 0;
+    check(driver().cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx.device()),
+          "cuDeviceGetAttribute(shared memory opt-in)");
+    smem_optin_ = optin;
+  }
+  for (int lm = 0; lm < 4; ++lm) {
+    const std::string m = "_m" + std::to_string(1 << lm);
+    gemv_norm_[lm] = ctx.function("vt_gemv_norm_" + a + m);
+    gemv_swiglu_norm_[lm] = ctx.function("vt_gemv_swiglu_norm_" + a + m);
+    // the normed rows live in dynamic shared memory: allow what the device allows (set once, never while capturing)
+    for (CUfunction f : {gemv_norm_[lm], gemv_swiglu_norm_[lm]})
+      check(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(smem_optin_)),
+            "cuFuncSetAttribute(vt_gemv_norm" + m + ")");
+    for (int rf = 0; rf < 2; ++rf)
+      gemv_res_[rf][lm] = ctx.function("vt_gemv_res_" + a + "_" + (act == Act::F32 || rf ? "f32" : "bf16") + m);
+  }
   for (int yf = 0; yf < 2; ++yf)
     for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
       const std::string y = act == Act::F32 || yf ? "f32" : "bf16";
@@ -93,14 +111,14 @@ void Ops::embed(CUstream s, CUdeviceptr table, DType dt, int64_t dim, CUdevicept
   require(fits_int(dim) && T >= 0 && T <= INT_MAX, "embed shape");
   if (T == 0) return;
   const int d = int(dim);
-  ctx_.launch(embed_[out_f32 ? 1 : 0][int(dt)], {unsigned(T)}, {256}, 0, s, table, d, ids, out);
+  ctx_.launch_pdl(embed_[out_f32 ? 1 : 0][int(dt)], {unsigned(T)}, {256}, 0, s, table, d, ids, out);
 }
 
 void Ops::rmsnorm(CUstream s, CUdeviceptr x, int64_t rows, int64_t dim, CUdeviceptr weight, float eps, CUdeviceptr out) {
   require(fits_int(dim) && dim > 0 && fits_int(rows), "rmsnorm shape");
   if (rows == 0) return;
   const int d = int(dim);
-  ctx_.launch(rmsnorm_, {unsigned(rows)}, {256}, 0, s, x, d, weight, eps, out);
+  ctx_.launch_pdl(rmsnorm_, {unsigned(rows)}, {256}, 0, s, x, d, weight, eps, out);
 }
 
 void Ops::add_rmsnorm(CUstream s, CUdeviceptr residual, CUdeviceptr x, int64_t rows, int64_t dim, CUdeviceptr weight,
@@ -108,15 +126,15 @@ void Ops::add_rmsnorm(CUstream s, CUdeviceptr residual, CUdeviceptr x, int64_t r
   require(fits_int(dim) && dim > 0 && fits_int(rows), "add_rmsnorm shape");
   if (rows == 0) return;
   const int d = int(dim);
-  ctx_.launch(add_rmsnorm_, {unsigned(rows)}, {256}, 0, s, residual, x, d, weight, eps, out);
+  ctx_.launch_pdl(add_rmsnorm_, {unsigned(rows)}, {256}, 0, s, residual, x, d, weight, eps, out);
 }
 
 void Ops::rmsnorm_res32(CUstream s, CUdeviceptr x, int64_t rows, int64_t dim, CUdeviceptr weight, float eps,
-                        CUdeviceptr out) {
+                        CUdeviceptr out, bool out_f32) {
   require(fits_int(dim) && dim > 0 && fits_int(rows), "rmsnorm_res32 shape");
   if (rows == 0) return;
   const int d = int(dim);
-  ctx_.launch(rmsnorm_res32_, {unsigned(rows)}, {256}, 0, s, x, d, weight, eps, out);
+  ctx_.launch_pdl(out_f32 ? rmsnorm_f32_ : rmsnorm_res32_, {unsigned(rows)}, {256}, 0, s, x, d, weight, eps, out);
 }
 
 void Ops::add_rmsnorm_res32(CUstream s, CUdeviceptr residual, CUdeviceptr x, bool x_f32, int64_t rows, int64_t dim,
@@ -124,7 +142,7 @@ void Ops::add_rmsnorm_res32(CUstream s, CUdeviceptr residual, CUdeviceptr x, boo
   require(fits_int(dim) && dim > 0 && fits_int(rows), "add_rmsnorm_res32 shape");
   if (rows == 0) return;
   const int d = int(dim);
-  ctx_.launch(add_rmsnorm_res32_[x_f32 ? 1 : 0][out_f32 ? 1 : 0], {unsigned(rows)}, {256}, 0, s, residual, x, d,
+  ctx_.launch_pdl(add_rmsnorm_res32_[x_f32 ? 1 : 0][out_f32 ? 1 : 0], {unsigned(rows)}, {256}, 0, s, residual, x, d,
               weight, eps, out);
 }
 
@@ -135,7 +153,7 @@ void Ops::rope(CUstream s, CUdeviceptr x, int64_t T, int32_t n_heads, int32_t he
   const long long stride = row_stride ? row_stride : int64_t(n_heads) * head_dim;
   constexpr unsigned kThreads = 128;
   const unsigned shared = unsigned(head_dim) * (1 + kThreads / 32) * sizeof(float);
-  ctx_.launch(rope_, {unsigned(T)}, {kThreads}, shared, s, x, n_heads, head_dim, stride, pos, inv_freq, attn_scale,
+  ctx_.launch_pdl(rope_, {unsigned(T)}, {kThreads}, shared, s, x, n_heads, head_dim, stride, pos, inv_freq, attn_scale,
               norm_weight, eps);
 }
 
@@ -145,7 +163,7 @@ void Ops::silu_mul(CUstream s, CUdeviceptr gate, CUdeviceptr up, int64_t T, int6
   const long long rows = T, lda = ld ? ld : F;
   const int f = int(F);
   const unsigned grid = unsigned(std::min<int64_t>(blocks_for(T * F, 256), int64_t(ctx_.sm_count()) * 16));
-  ctx_.launch(silu_mul_, {grid}, {256}, 0, s, gate, up, rows, f, lda, out);
+  ctx_.launch_pdl(silu_mul_, {grid}, {256}, 0, s, gate, up, rows, f, lda, out);
 }
 
 void Ops::gemv(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, int64_t N, CUdeviceptr bias,
@@ -182,6 +200,61 @@ void Ops::gemv_swiglu(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdevicep
   }
 }
 
+bool Ops::gemv_norm_fits(int64_t M, int64_t K) const {
+  const int64_t rows = M >= 8 ? 8 : M >= 4 ? 4 : M >= 2 ? 2 : 1;  // the largest chunk gemv_norm launches
+  return K > 0 && rows * K * int64_t(act_size(act_)) <= smem_optin_;
+}
+
+void Ops::gemv_norm(CUstream s, CUdeviceptr residual, int64_t M, int64_t K, CUdeviceptr norm_w, float eps,
+                    CUdeviceptr w, int64_t N, CUdeviceptr bias, CUdeviceptr y) {
+  require(fits_int(K) && K > 0 && fits_int(N) && M >= 0 && gemv_norm_fits(M, K), "gemv_norm shape");
+  if (M == 0 || N == 0) return;
+  const int64_t as = int64_t(act_size(act_));
+  const int k = int(K), n = int(N);
+  const int vec = K % 8 == 0 && w % 16 == 0;  // x is the shared-memory copy, 16-byte aligned
+  for (int64_t m0 = 0; m0 < M;) {
+    const int lm = gemv_chunk_log2(M - m0);
+    const int64_t rows = int64_t(1) << lm;
+    const CUdeviceptr rm = residual + CUdeviceptr(m0 * K * 4), ym = y + CUdeviceptr(m0 * N * as);
+    ctx_.launch_pdl(gemv_norm_[lm], gemv_grid(ctx_, N), {kGemvThreads}, unsigned(rows * K * as), s, rm, norm_w, eps,
+                    w, bias, ym, k, n, vec);
+    m0 += rows;
+  }
+}
+
+void Ops::gemv_swiglu_norm(CUstream s, CUdeviceptr residual, int64_t M, int64_t K, CUdeviceptr norm_w, float eps,
+                           CUdeviceptr w_gate_up, int64_t I, CUdeviceptr y) {
+  require(fits_int(K) && K > 0 && fits_int(I) && M >= 0 && gemv_norm_fits(M, K), "gemv_swiglu_norm shape");
+  if (M == 0 || I == 0) return;
+  const int64_t as = int64_t(act_size(act_));
+  const int k = int(K), i = int(I);
+  const int vec = K % 8 == 0 && w_gate_up % 16 == 0;
+  for (int64_t m0 = 0; m0 < M;) {
+    const int lm = gemv_chunk_log2(M - m0);
+    const int64_t rows = int64_t(1) << lm;
+    const CUdeviceptr rm = residual + CUdeviceptr(m0 * K * 4), ym = y + CUdeviceptr(m0 * I * as);
+    ctx_.launch_pdl(gemv_swiglu_norm_[lm], gemv_grid(ctx_, I), {kGemvThreads}, unsigned(rows * K * as), s, rm,
+                    norm_w, eps, w_gate_up, ym, k, i, vec);
+    m0 += rows;
+  }
+}
+
+void Ops::gemv_residual(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, int64_t N, CUdeviceptr bias,
+                        CUdeviceptr residual, bool round_f32) {
+  require(fits_int(K) && K > 0 && fits_int(N) && M >= 0, "gemv_residual shape");
+  if (M == 0 || N == 0) return;
+  const int64_t as = int64_t(act_size(act_));
+  const int k = int(K), n = int(N);
+  const int vec = K % 8 == 0 && w % 16 == 0 && x % 16 == 0;
+  for (int64_t m0 = 0; m0 < M;) {
+    const int lm = gemv_chunk_log2(M - m0);
+    const CUdeviceptr xm = x + CUdeviceptr(m0 * K * as), rm = residual + CUdeviceptr(m0 * N * 4);
+    ctx_.launch_pdl(gemv_res_[round_f32 ? 1 : 0][lm], gemv_grid(ctx_, N), {kGemvThreads}, 0, s, xm, w, bias, rm, k, n,
+                    vec);
+    m0 += int64_t(1) << lm;
+  }
+}
+
 void Ops::gemm(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, DType wdt, int64_t N, CUdeviceptr bias,
                CUdeviceptr y, bool y_f32, bool x_f32) {
   require(fits_int(K) && K > 0 && fits_int(N) && fits_int(M) && (!x_f32 || y_f32 || act_ == Act::F32), "gemm shape");
@@ -196,7 +269,7 @@ void Ops::kv_store(CUstream s, CUdeviceptr k, CUdeviceptr v, int64_t T, int32_t 
   require(fits_int(T) && n_kv_heads > 0 && head_dim > 0 && fits_int(int64_t(n_kv_heads) * head_dim), "kv_store shape");
   if (T == 0) return;
   const int row = n_kv_heads * head_dim;
-  ctx_.launch(kv_store_, {unsigned(T)}, {128}, 0, s, k, v, row, slot, k_cache, v_cache);
+  ctx_.launch_pdl(kv_store_, {unsigned(T)}, {128}, 0, s, k, v, row, slot, k_cache, v_cache);
 }
 
 void Ops::rope_store(CUstream s, CUdeviceptr qkv, int64_t T, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
@@ -209,7 +282,7 @@ void Ops::rope_store(CUstream s, CUdeviceptr qkv, int64_t T, int32_t n_heads, in
           "rope_store shape");
   if (T == 0) return;
   const unsigned shared = unsigned(head_dim) * (1 + kWarps) * sizeof(float);
-  ctx_.launch(rope_store_, {unsigned(T), blocks_for(units, kWarps)}, {kWarps * 32}, shared, s, qkv, n_heads,
+  ctx_.launch_pdl(rope_store_, {unsigned(T), blocks_for(units, kWarps)}, {kWarps * 32}, shared, s, qkv, n_heads,
               n_kv_heads, head_dim, pos, inv_freq, attn_scale, q_norm, k_norm, eps, slot, k_cache, v_cache);
 }
 
@@ -220,7 +293,7 @@ void Ops::argmax(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64
   if (n == 0) return;
   const int v = int(vocab), vec = ld % 4 == 0 && logits % 16 == 0;
   const long long stride = ld;
-  ctx_.launch(argmax_, {unsigned(n)}, {1024}, 0, s, logits, stride, v, vec, out_ids, out_logprobs);
+  ctx_.launch_pdl(argmax_, {unsigned(n)}, {1024}, 0, s, logits, stride, v, vec, out_ids, out_logprobs);
 }
 
 void Ops::sample(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr rows,
@@ -231,7 +304,7 @@ void Ops::sample(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64
   if (n == 0) return;
   const int v = int(vocab), vec = ld % 4 == 0 && logits % 16 == 0;
   const long long stride = ld;
-  ctx_.launch(sample_, {unsigned(n)}, {1024}, 0, s, logits, stride, v, vec, rows, out_ids, out_logprobs);
+  ctx_.launch_pdl(sample_, {unsigned(n)}, {1024}, 0, s, logits, stride, v, vec, rows, out_ids, out_logprobs);
 }
 
 void Ops::top_logprobs(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, int32_t top_n,
@@ -243,7 +316,7 @@ void Ops::top_logprobs(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab,
   if (n == 0) return;
   const int v = int(vocab), vec = ld % 4 == 0 && logits % 16 == 0, k = top_n;
   const long long stride = ld;
-  ctx_.launch(top_logprobs_, {unsigned(n)}, {1024}, 0, s, logits, stride, v, vec, k, out_ids, out_logprobs);
+  ctx_.launch_pdl(top_logprobs_, {unsigned(n)}, {1024}, 0, s, logits, stride, v, vec, k, out_ids, out_logprobs);
 }
 
 void Ops::apply_penalties(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr rows,
@@ -256,7 +329,7 @@ void Ops::apply_penalties(CUstream s, CUdeviceptr logits, int64_t n, int64_t voc
   if (n == 0 || (!bias_offsets && (!rows || !seen_offsets))) return;
   const int v = int(vocab);
   const long long stride = ld;
-  ctx_.launch(penalties_, {unsigned(n)}, {256}, 0, s, logits, stride, v, rows, seen_offsets, seen_ids, seen_counts,
+  ctx_.launch_pdl(penalties_, {unsigned(n)}, {256}, 0, s, logits, stride, v, rows, seen_offsets, seen_ids, seen_counts,
               bias_offsets, bias_ids, bias_values);
 }
 
@@ -270,7 +343,7 @@ void Ops::attention(CUstream s, CUdeviceptr q, CUdeviceptr k_cache, CUdeviceptr 
   const CUfunction f = attention_[head_dim <= 128 ? 0 : 1];
   const long long stride = q_row_stride ? q_row_stride : int64_t(n_heads) * head_dim;
   require(stride >= int64_t(n_heads) * head_dim, "attention q_row_stride");
-  ctx_.launch(f, {unsigned(n_heads), unsigned(T)}, {128}, 0, s, q, stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0,
+  ctx_.launch_pdl(f, {unsigned(n_heads), unsigned(T)}, {128}, 0, s, q, stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0,
               b.block_tables, b.n_seqs, b.max_blocks_per_seq, b.block_size, n_heads, n_kv_heads, head_dim, scale, out);
 }
 
@@ -343,7 +416,7 @@ void Ops::attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUde
   const unsigned shared =
       unsigned(sizeof(float) * std::max(kSplitWarps * group * (head_dim + 2), group * int64_t(n_splits)));
   const CUdeviceptr tickets = workspace, part_ml = workspace + w.ml, part_acc = workspace + w.acc;
-  ctx_.launch(f, {unsigned(T), unsigned(n_kv_heads), unsigned(n_splits)}, {unsigned(kSplitWarps * 32)}, shared, s, q,
+  ctx_.launch_pdl(f, {unsigned(T), unsigned(n_kv_heads), unsigned(n_splits)}, {unsigned(kSplitWarps * 32)}, shared, s, q,
               stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0, b.block_tables, b.n_seqs, b.max_blocks_per_seq,
               b.block_size, n_heads, n_kv_heads, head_dim, scale, n_splits, tickets, part_ml, part_acc, out);
 }

@@ -49,12 +49,13 @@ class Ops {
                    float eps, CUdeviceptr out);
 
   // The fp32 residual stream (both activation types; with fp32 activations these are rmsnorm/add_rmsnorm):
-  //   rmsnorm_res32:     out(rows, dim) = rmsnorm(x) * weight, x fp32, out in the activation type;
+  //   rmsnorm_res32:     out(rows, dim) = rmsnorm(x) * weight, x fp32, out fp32 when out_f32 (the lm_head's
+  //                      input after a fused step's last residual add), else the activation type;
   //   add_rmsnorm_res32: residual(rows, dim) fp32 += x (fp32 when x_f32, else the activation type);
   //                      out = rmsnorm(residual) * weight, fp32 when out_f32 (the lm_head's input), else the
   //                      activation type (the next product's input).
   void rmsnorm_res32(CUstream s, CUdeviceptr x, int64_t rows, int64_t dim, CUdeviceptr weight, float eps,
-                     CUdeviceptr out);
+                     CUdeviceptr out, bool out_f32 = false);
   void add_rmsnorm_res32(CUstream s, CUdeviceptr residual, CUdeviceptr x, bool x_f32, int64_t rows, int64_t dim,
                          CUdeviceptr weight, float eps, CUdeviceptr out, bool out_f32);
 
@@ -77,6 +78,23 @@ class Ops {
   // sums, rounded once at the store. No biases: a checkpoint with gate or up biases takes gemv + silu_mul.
   // Reads w once per 8 rows of x; the gate and up sums are bitwise gemv's.
   void gemv_swiglu(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w_gate_up, int64_t I, CUdeviceptr y);
+
+  // The decode step's fused forms of gemv (bf16 w, M rows in chunks as gemv; residual fp32 (M, K) or (M, N)):
+  //   gemv_norm:        y(M, N) = (rmsnorm(residual) * norm_w) · wᵀ + bias, the normed rows rounded to the
+  //                     activation type exactly as rmsnorm_res32 / add_rmsnorm_res32 write them, so the result is
+  //                     bitwise that of the norm kernel + gemv; y in the activation type;
+  //   gemv_swiglu_norm: gemv_swiglu over those normed rows;
+  //   gemv_residual:    residual(M, N) += (x · wᵀ + bias) rounded to the activation type (fp32 when round_f32):
+  //                     bitwise what gemv into a buffer + add_rmsnorm_res32's residual add leave.
+  // The norm forms stage the normed rows in shared memory: gemv_norm_fits(M, K) says whether they fit this
+  // device (up to 8 rows of K activation elements per block); when not, use the separate kernels.
+  bool gemv_norm_fits(int64_t M, int64_t K) const;
+  void gemv_norm(CUstream s, CUdeviceptr residual, int64_t M, int64_t K, CUdeviceptr norm_w, float eps, CUdeviceptr w,
+                 int64_t N, CUdeviceptr bias, CUdeviceptr y);
+  void gemv_swiglu_norm(CUstream s, CUdeviceptr residual, int64_t M, int64_t K, CUdeviceptr norm_w, float eps,
+                        CUdeviceptr w_gate_up, int64_t I, CUdeviceptr y);
+  void gemv_residual(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, int64_t N, CUdeviceptr bias,
+                     CUdeviceptr residual, bool round_f32 = false);
 
   // y(M, N) = x(M, K) · w(N, K)ᵀ (+ bias(N) fp32) for any shape, w in `wdt` (fp32, fp16 or bf16), fp32
   // accumulation; y fp32 when y_f32, else the activation type; x as for gemv. The tiled fallback for
@@ -185,10 +203,13 @@ class Ops {
   Act act_;
   CUfunction embed_[2][3];  // [out_f32][table DType]
   CUfunction rmsnorm_, add_rmsnorm_, rope_, silu_mul_, kv_store_;
-  CUfunction rmsnorm_res32_, add_rmsnorm_res32_[2][2];  // [x_f32][out_f32]
+  CUfunction rmsnorm_res32_, rmsnorm_f32_, add_rmsnorm_res32_[2][2];  // [x_f32][out_f32]
   CUfunction gemv_[2][4];       // [y_f32][log2 M]
   CUfunction gemv_x32_[4];      // fp32 x and y, [log2 M]
   CUfunction gemv_swiglu_[4];   // [log2 M]
+  CUfunction gemv_norm_[4], gemv_swiglu_norm_[4];  // [log2 M]
+  CUfunction gemv_res_[2][4];   // [round_f32][log2 M]
+  int64_t smem_optin_ = 0;      // the most dynamic shared memory one block may have on this device
   CUfunction gemm_[2][3];       // [y_f32][weight DType]
   CUfunction gemm_x32_[3];      // fp32 x and y, [weight DType]
   CUfunction attention_[2];     // head_dim <= 128, <= 256

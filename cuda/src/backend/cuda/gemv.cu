@@ -28,3 +28,35 @@ VT_GEMV_ALL_M(bf16, bf16, f32, float)
 
 VT_GEMV_SWIGLU_ALL_M(f32, float)
 VT_GEMV_SWIGLU_ALL_M(bf16, bf16)
+
+// The decode step's fused forms (gemv.cuh), dynamic shared memory M * K activation elements:
+//   vt_gemv_norm_<act>_m<M>(residual, norm_w, eps, w, bias, y, K, N, vec)      y = rmsnorm(residual) · wᵀ + bias
+//   vt_gemv_swiglu_norm_<act>_m<M>(residual, norm_w, eps, w_gate_up, y, K, I, vec)
+//   vt_gemv_res_<x dtype>_<rounding>_m<M>(x, w, bias, residual, K, N, vec)    residual += round(x · wᵀ + bias)
+#define VT_GEMV_NORM(XS, X, M)                                                                              \
+  extern "C" __global__ void __launch_bounds__(256) vt_gemv_norm_##XS##_m##M(                                \
+      const float *residual, const float *norm_w, float eps, const bf16 *w, const float *bias, X *y, int K,  \
+      int N, int vec) {                                                                                      \
+    gemv_norm_rows<M, 1, X>(residual, norm_w, eps, w, bias, y, K, N, vec);                                   \
+  }                                                                                                          \
+  extern "C" __global__ void __launch_bounds__(256) vt_gemv_swiglu_norm_##XS##_m##M(                         \
+      const float *residual, const float *norm_w, float eps, const bf16 *w, X *y, int K, int I, int vec) {   \
+    gemv_norm_rows<M, 2, X>(residual, norm_w, eps, w, nullptr, y, K, I, vec);                                \
+  }
+#define VT_GEMV_NORM_ALL_M(XS, X) VT_GEMV_NORM(XS, X, 1) VT_GEMV_NORM(XS, X, 2) VT_GEMV_NORM(XS, X, 4) \
+  VT_GEMV_NORM(XS, X, 8)
+
+VT_GEMV_NORM_ALL_M(f32, float)
+VT_GEMV_NORM_ALL_M(bf16, bf16)
+
+#define VT_GEMV_RES(XS, X, RS, RND, M)                                                                      \
+  extern "C" __global__ void __launch_bounds__(256) vt_gemv_res_##XS##_##RS##_m##M(                          \
+      const X *x, const bf16 *w, const float *bias, float *residual, int K, int N, int vec) {               \
+    gemv_rows<M, 1, X, RND, GemvOut::kResidual>(x, w, bias, nullptr, K, N, vec, residual);                  \
+  }
+#define VT_GEMV_RES_ALL_M(XS, X, RS, RND) VT_GEMV_RES(XS, X, RS, RND, 1) VT_GEMV_RES(XS, X, RS, RND, 2) \
+  VT_GEMV_RES(XS, X, RS, RND, 4) VT_GEMV_RES(XS, X, RS, RND, 8)
+
+VT_GEMV_RES_ALL_M(f32, float, f32, float)
+VT_GEMV_RES_ALL_M(bf16, bf16, bf16, bf16)
+VT_GEMV_RES_ALL_M(bf16, bf16, f32, float)

@@ -38,25 +38,29 @@ __device__ __forceinline__ void dot8(const bf16 *x, const float (&wf)[8], float 
   for (int j = 0; j < 8; ++j) acc = fmaf(xf[j], wf[j], acc);
 }
 
+// How a warp's sums leave the kernel:
+//   kStore:    y[m][n] = dot + bias, rounded to Y (or silu(gate) * up for R = 2);
+//   kResidual: residual[m][n] += (dot + bias) rounded to Y: the sublayer output as the unfused path stores it,
+//              added to the fp32 residual stream as add_rmsnorm_row does, so the fused o_proj / down_proj
+//              leave the same bits in the residual (y is the fp32 residual; Y only names the rounding).
+enum class GemvOut { kStore, kResidual };
+
 // R weight rows per warp: R = 1 is the plain GEMV (row n); R = 2 is the SwiGLU GEMV over a gate|up matrix of
 // 2N rows (warp n reads gate row n and up row N + n and writes silu(gate) * up). Every output is summed in the
 // same order whatever M is (lane l takes chunks l, l + 32, ... in order, then one butterfly), so a row gives
-// the same bits alone or in a batch, and the SwiGLU sums equal the plain GEMV's.
-template <int M, int R, class X, class Y>
-__device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *__restrict__ w,
-                                          const float *__restrict__ bias, Y *__restrict__ y, int K, int N, int vec) {
+// the same bits alone or in a batch, and the SwiGLU sums equal the plain GEMV's. Called after pdl_wait();
+// returns at once for warps past the last row (so no block barrier may follow it).
+template <int M, int R, class X, class Y, GemvOut OUT = GemvOut::kStore>
+__device__ __forceinline__ void gemv_warp(const X *__restrict__ x, const bf16 *__restrict__ w,
+                                          const float *__restrict__ bias, Y *__restrict__ y, int K, int N, int vec,
+                                          float *__restrict__ residual = nullptr) {
   constexpr int U = (M <= 2 ? 8 : 4) / R;  // 16-byte weight loads in flight per lane and row
-  pdl_trigger();
   const int lane = threadIdx.x & 31;
   const int n = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (n >= N) return;
   const bf16 *wr[R];
 #pragma unroll
-  for (int r = 0; r < R; ++r) wr[r] = w + (int64_t(min(n, N - 1)) + int64_t(r) * N) * K;
-  // Launched with PDL (Ops::gemv), this warp may start while the previous kernel still runs; it waits before
-  // reading x. (Prefetching weights into L2 before the wait measured slower on the H200: the whole row cost the
-  // 8B decode step 20%, the first batch of loads 6%; bench/RESULTS.md.)
-  pdl_wait();
-  if (n >= N) return;  // whole warps only: no barrier below
+  for (int r = 0; r < R; ++r) wr[r] = w + (int64_t(n) + int64_t(r) * N) * K;
   float acc[R][M];
 #pragma unroll
   for (int r = 0; r < R; ++r)
@@ -110,7 +114,10 @@ __device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *_
 #pragma unroll
     for (int r = 0; r < R; ++r) s[r] = warp_sum(acc[r][m]);
     if (lane == m) {
-      if constexpr (R == 1) {
+      if constexpr (OUT == GemvOut::kResidual) {
+        float &res = residual[int64_t(m) * N + n];
+        res = res + to_f32(from_f32<Y>(s[0] + b));
+      } else if constexpr (R == 1) {
         y[int64_t(m) * N + n] = from_f32<Y>(s[0] + b);
       } else {
         const float g = s[0], u = s[R - 1];
@@ -118,6 +125,52 @@ __device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *_
       }
     }
   }
+}
+
+// The plain entry: launched with PDL (Ops::gemv), a warp may start while the previous kernel still runs; it
+// waits before reading x. (Prefetching weights into L2 before the wait measured slower on the H200: the whole
+// row cost the 8B decode step 20%, the first batch of loads 6%; bench/RESULTS.md.)
+template <int M, int R, class X, class Y, GemvOut OUT = GemvOut::kStore>
+__device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *__restrict__ w,
+                                          const float *__restrict__ bias, Y *__restrict__ y, int K, int N, int vec,
+                                          float *__restrict__ residual = nullptr) {
+  pdl_trigger();
+  pdl_wait();
+  gemv_warp<M, R, X, Y, OUT>(x, w, bias, y, K, N, vec, residual);
+}
+
+// The RMSNorm fused in front of a product (the decode step's q|k|v and gate|up): every block first writes
+// rmsnorm(residual row m) * norm_w, rounded to X, for its M rows into shared memory (xs, M * K elements), then
+// runs the product on it. The values are rmsnorm_row's bit for bit (the same 256-thread strided sums and
+// block_sum, the same expression), so the fused step computes what the separate norm kernel + GEMV did, without
+// the norm's launch and its round trip through memory; each block re-reads the K fp32 residual values from L2.
+template <int M, class X>
+__device__ __forceinline__ void rmsnorm_to_shared(const float *__restrict__ residual, const float *__restrict__ norm_w,
+                                                  float eps, int K, X *xs) {
+#pragma unroll 1
+  for (int m = 0; m < M; ++m) {
+    const float *r = residual + int64_t(m) * K;
+    float ss = 0.f;
+    for (int i = threadIdx.x; i < K; i += blockDim.x) {
+      const float v = r[i];
+      ss += v * v;
+    }
+    const float inv = 1.f / sqrtf(block_sum(ss) / float(K) + eps);
+    for (int i = threadIdx.x; i < K; i += blockDim.x) xs[int64_t(m) * K + i] = from_f32<X>(r[i] * inv * norm_w[i]);
+  }
+  __syncthreads();
+}
+
+template <int M, int R, class X>
+__device__ __forceinline__ void gemv_norm_rows(const float *__restrict__ residual, const float *__restrict__ norm_w,
+                                               float eps, const bf16 *__restrict__ w, const float *__restrict__ bias,
+                                               X *__restrict__ y, int K, int N, int vec) {
+  extern __shared__ uint4 gemv_smem[];  // 16-byte aligned, as the vector path's x loads need
+  X *xs = reinterpret_cast<X *>(gemv_smem);
+  pdl_trigger();
+  pdl_wait();
+  rmsnorm_to_shared<M, X>(residual, norm_w, eps, K, xs);
+  gemv_warp<M, R, X, X>(xs, w, bias, y, K, N, vec);
 }
 
 }  // namespace vtk

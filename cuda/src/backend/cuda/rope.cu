@@ -8,14 +8,14 @@ using namespace vtk;
 #define VT_ROPE(SUFFIX, T)                                                                                  \
   extern "C" __global__ void __launch_bounds__(1024)                                                        \
       vt_rope_##SUFFIX(T *x, int n_heads, int head_dim, long long row_stride, const int32_t *pos,             \
-                       const float *inv_freq, float attn_scale, const float *norm_w, float eps) { pdl_trigger();            \
+                       const float *inv_freq, float attn_scale, const float *norm_w, float eps) { pdl_trigger(); pdl_wait();            \
     rope_token<T>(x, n_heads, head_dim, row_stride, pos, inv_freq, attn_scale, norm_w, eps);                \
   }
 #define VT_ROPE_STORE(SUFFIX, T)                                                                            \
   extern "C" __global__ void __launch_bounds__(1024) vt_rope_store_##SUFFIX(                                 \
       T *qkv, int n_heads, int n_kv_heads, int head_dim, const int32_t *pos, const float *inv_freq,          \
       float attn_scale, const float *q_norm, const float *k_norm, float eps, const int32_t *slot,             \
-      T *k_cache, T *v_cache) { pdl_trigger();                                                                             \
+      T *k_cache, T *v_cache) { pdl_trigger(); pdl_wait();                                                                             \
     rope_store_token<T>(qkv, n_heads, n_kv_heads, head_dim, pos, inv_freq, attn_scale, q_norm, k_norm, eps,  \
                         slot, k_cache, v_cache);                                                            \
   }

@@ -11,14 +11,14 @@
 using namespace vtk;
 
 extern "C" __global__ void __launch_bounds__(kArgmaxThreads)
-    vt_argmax_f32(const float *logits, long long ld, int vocab, int vec, int32_t *out_ids, float *out_logprobs) { pdl_trigger();
+    vt_argmax_f32(const float *logits, long long ld, int vocab, int vec, int32_t *out_ids, float *out_logprobs) { pdl_trigger(); pdl_wait();
   argmax_row(logits, ld, vocab, vec, out_ids, out_logprobs);
 }
 
 extern "C" __global__ void __launch_bounds__(kSampleThreads)
     vt_sample_f32(const float *logits, long long ld, int vocab, int vec, const vt::cuda::SampleRow *rows,
                   int32_t *out_ids, float *out_logprobs) {
-  pdl_trigger();
+  pdl_trigger(); pdl_wait();
   sample_row(logits, ld, vocab, vec, rows, out_ids, out_logprobs);
 }
 
@@ -26,13 +26,13 @@ extern "C" __global__ void __launch_bounds__(kPenaltyThreads)
     vt_penalties_f32(float *logits, long long ld, int vocab, const vt::cuda::PenaltyRow *rows,
                      const int32_t *seen_offsets, const int32_t *seen_ids, const int32_t *seen_counts,
                      const int32_t *bias_offsets, const int32_t *bias_ids, const float *bias_values) {
-  pdl_trigger();
+  pdl_trigger(); pdl_wait();
   penalties_row(logits, ld, vocab, rows, seen_offsets, seen_ids, seen_counts, bias_offsets, bias_ids, bias_values);
 }
 
 extern "C" __global__ void __launch_bounds__(kSampleThreads)
     vt_top_logprobs_f32(const float *logits, long long ld, int vocab, int vec, int top_n, int32_t *out_ids,
                         float *out_logprobs) {
-  pdl_trigger();
+  pdl_trigger(); pdl_wait();
   top_logprobs_row(logits, ld, vocab, vec, top_n, out_ids, out_logprobs);
 }

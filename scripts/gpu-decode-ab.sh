@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# A/B timing of the decode step on the GPU machine: bench_cuda_engine's decode workload (128-token prompts, 256
+# new tokens, greedy; median of --runs) under environment variants, our engine only, one table at the end.
+# For iterating on kernels; a bench/RESULTS.md row needs scripts/gpu-bench.sh (the peer in the same run).
+#
+#   scripts/gpu-decode-ab.sh qwen3-0.6b|qwen3-8b [BATCHES] [VARIANT ...]   there, after `gpu-check.sh prepare` here
+#
+# BATCHES: comma list (default 1,8). VARIANT: "label" or "label:VAR=value,VAR=value" (default: the product,
+# and the null controls fused norm off, PDL off, graphs off). JSON per variant in $OUT (else .gpu-out/ab/SHAPE).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+shape=${1:-}
+case "$shape" in
+  qwen3-0.6b | qwen3-8b) ;;
+  *) echo "usage: scripts/gpu-decode-ab.sh qwen3-0.6b|qwen3-8b [BATCHES] [VARIANT ...]"; exit 2 ;;
+esac
+batches=${2:-1,8}
+shift $(($# >= 2 ? 2 : 1))
+variants=("$@")
+[ ${#variants[@]} = 0 ] && variants=(product "fused-norm-off:VT_CUDA_FUSED_NORM=0" "pdl-off:VT_CUDA_PDL=0" "graphs-off:--graphs=off")
+out=${OUT:-$root/.gpu-out/ab/$shape}
+mkdir -p "$out"
+ckpt=${VT_BENCH_DIR:-/tmp/vt-bench}/$shape-bf16
+bin=$root/.gpu-out/bench_cuda_engine
+. scripts/bench-checkpoint.sh
+bench_checkpoint "$shape" "$ckpt" "$out/checkpoint.log" 150 || exit 1
+for v in "${variants[@]}"; do
+  label=${v%%:*}
+  envs=() args=()
+  if [ "$v" != "$label" ]; then
+    IFS=, read -ra kv <<< "${v#*:}"
+    for e in "${kv[@]}"; do
+      case "$e" in --*=*) args+=("${e%%=*}" "${e#*=}") ;; *) envs+=("$e") ;; esac
+    done
+  fi
+  env "${envs[@]}" timeout 150 "$bin" --model "$ckpt" --only decode --batches "$batches" --runs "${VT_AB_RUNS:-3}" \
+    "${args[@]}" --json "$out/$label.json" > "$out/$label.log" 2>&1
+  echo "$label: exit $?"
+done
+python3 - "$out" "${variants[@]}" <<'PY'
+import json, sys
+out, labels = sys.argv[1], [v.split(":")[0] for v in sys.argv[2:]]
+rows = {}
+for l in labels:
+    try:
+        d = json.load(open(f"{out}/{l}.json"))
+        rows[l] = {b: v["tok_s"]["median"] for b, v in d.get("decode", {}).items()}
+    except (OSError, ValueError, KeyError):
+        rows[l] = {}
+bs = sorted({b for r in rows.values() for b in r}, key=int)
+base = rows.get(labels[0], {})
+print(f"{'variant':24s}" + "".join(f"{'b' + b + ' tok/s':>14s}{'vs ' + labels[0]:>12s}" for b in bs))
+for l in labels:
+    r = rows[l]
+    print(f"{l:24s}" + "".join(f"{r.get(b, 0):14.1f}{(r.get(b, 0) / base[b] if base.get(b) else 0):12.3f}" for b in bs))
+PY

@@ -1,0 +1,151 @@
+// CUDA op checks: the decode step's fused GEMVs (Ops::gemv_norm, gemv_swiglu_norm, gemv_residual). The claim
+// they make is "bitwise what the separate kernels compute", so each is held to that with tolerance 0 against
+// rmsnorm_res32 + gemv / gemv_swiglu and gemv + add_rmsnorm_res32 (themselves checked against the CPU in
+// gemv.cpp and norms), and once more against the CPU within the op tolerance.
+#include "../cuda_check.h"
+
+namespace cuda_tests {
+
+std::vector<uint16_t> rand_bf16_weights(size_t n);  // gemv.cpp
+
+namespace {
+
+// rmsnorm(x) * w per row in double, rounded to the activation type (what the product reads).
+std::vector<float> cpu_normed(const std::vector<float> &x, int64_t M, int64_t K, const std::vector<float> &w, float eps,
+                              Act act) {
+  std::vector<float> out(x.size());
+  for (int64_t m = 0; m < M; ++m) {
+    double ss = 0;
+    for (int64_t k = 0; k < K; ++k) ss += double(x[size_t(m * K + k)]) * x[size_t(m * K + k)];
+    const double inv = 1 / std::sqrt(ss / double(K) + eps);
+    for (int64_t k = 0; k < K; ++k) {
+      const float v = float(x[size_t(m * K + k)] * inv * w[size_t(k)]);
+      out[size_t(m * K + k)] = act == Act::BF16 ? bf16_to_f32(to_bf16(v)) : v;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void test_gemv_fused(Env &env, cuda::Ops &ops) {
+  const Act act = ops.act();
+  const auto s = env.stream.get();
+  const float eps = 1e-6f;
+  check_case(env, fmt("gemv_norm_fits[%s]: decode rows of an 8B hidden fit, 8 rows of 65536 do not", cuda::act_name(act)),
+             [&](std::string &why) {
+               if (!ops.gemv_norm_fits(1, 4096) || !ops.gemv_norm_fits(4, 4096)) return why = "4096 does not fit", false;
+               if (ops.gemv_norm_fits(8, 65536)) return why = "8 x 65536 fits", false;
+               return true;
+             });
+  // (M, K = hidden, N): one unit; Qwen3-0.6B's and 8B's q|k|v; M 13 = launches of 8 + 4 + 1 rows; K not a
+  // multiple of 8 (the scalar path); K 4104 (a tail of chunks).
+  struct Shape { int64_t M, K, N; };
+  const Shape shapes[] = {{1, 64, 1},      {1, 1024, 4096}, {3, 1024, 4096}, {1, 4096, 6144}, {4, 4096, 6144},
+                          {8, 1024, 257},  {13, 256, 67},   {2, 67, 13},     {1, 4104, 5}};
+  for (const Shape &sh : shapes)
+    for (int bias = 0; bias < 2; ++bias) {
+      if (g_small && sh.K * sh.N > (1 << 22)) continue;
+      const int64_t M = sh.M, K = sh.K, N = sh.N;
+      check_case(env,
+                 fmt("gemv_norm[%s] M %lld K %lld N %lld%s", cuda::act_name(act), (long long)M, (long long)K,
+                     (long long)N, bias ? " +bias" : ""),
+                 [&](std::string &why) {
+                   const auto res = rand_act(size_t(M * K), Act::F32, -3, 3);
+                   const auto nw = rand_act(size_t(K), Act::F32, 0.5, 1.5);
+                   const auto w = rand_bf16_weights(size_t(N * K));
+                   const auto b = rand_act(size_t(N), Act::F32);
+                   DeviceBuffer dres = upload_raw(res), dnw = upload_raw(nw), dw = upload_raw(w), db = upload_raw(b);
+                   const CUdeviceptr bp = bias ? db.ptr() : 0;
+                   Dev fused = poisoned(size_t(M * N), act), normed = poisoned(size_t(M * K), act, 0),
+                       apart = poisoned(size_t(M * N), act);
+                   ops.gemv_norm(s, dres.ptr(), M, K, dnw.ptr(), eps, dw.ptr(), N, bp, fused.ptr());
+                   ops.rmsnorm_res32(s, dres.ptr(), M, K, dnw.ptr(), eps, normed.ptr());
+                   ops.gemv(s, normed.ptr(), M, K, dw.ptr(), N, bp, apart.ptr());
+                   bool guard = false;
+                   const auto got = download(fused, &guard);
+                   if (!close(got, download(apart), 0, guard, &why)) return why = "vs rmsnorm + gemv: " + why, false;
+                   std::vector<float> ref(size_t(M * N));
+                   cpu::matmul(env.pool, cpu_normed(res, M, K, nw, eps, act).data(), M, K, w.data(), DType::BF16, N,
+                               bias ? b.data() : nullptr, ref.data());
+                   return close(got, ref, tol_for(act), true, &why);
+                 });
+    }
+
+  // gemv_swiglu_norm: (M, K = hidden, I), Qwen3-0.6B's and 8B's MLP among them.
+  const Shape mlp[] = {{1, 64, 1}, {1, 1024, 3072}, {8, 1024, 3072}, {1, 4096, 12288}, {3, 4096, 12288},
+                       {13, 256, 67}, {2, 67, 13}};
+  for (const Shape &sh : mlp) {
+    if (g_small && 2 * sh.K * sh.N > (1 << 22)) continue;
+    const int64_t M = sh.M, K = sh.K, I = sh.N;
+    check_case(env,
+               fmt("gemv_swiglu_norm[%s] M %lld K %lld I %lld", cuda::act_name(act), (long long)M, (long long)K,
+                   (long long)I),
+               [&](std::string &why) {
+                 const auto res = rand_act(size_t(M * K), Act::F32, -3, 3);
+                 const auto nw = rand_act(size_t(K), Act::F32, 0.5, 1.5);
+                 const auto w = rand_bf16_weights(size_t(2 * I * K));
+                 DeviceBuffer dres = upload_raw(res), dnw = upload_raw(nw), dw = upload_raw(w);
+                 Dev fused = poisoned(size_t(M * I), act), normed = poisoned(size_t(M * K), act, 0),
+                     apart = poisoned(size_t(M * I), act);
+                 ops.gemv_swiglu_norm(s, dres.ptr(), M, K, dnw.ptr(), eps, dw.ptr(), I, fused.ptr());
+                 ops.rmsnorm_res32(s, dres.ptr(), M, K, dnw.ptr(), eps, normed.ptr());
+                 ops.gemv_swiglu(s, normed.ptr(), M, K, dw.ptr(), I, apart.ptr());
+                 bool guard = false;
+                 const auto got = download(fused, &guard);
+                 if (!close(got, download(apart), 0, guard, &why)) return why = "vs rmsnorm + gemv_swiglu: " + why, false;
+                 std::vector<float> gu(size_t(M * 2 * I)), ref(size_t(M * I));
+                 cpu::matmul(env.pool, cpu_normed(res, M, K, nw, eps, act).data(), M, K, w.data(), DType::BF16, 2 * I,
+                             nullptr, gu.data());
+                 for (int64_t m = 0; m < M; ++m)
+                   for (int64_t i = 0; i < I; ++i) {
+                     const double g = gu[size_t(m * 2 * I + i)], u = gu[size_t(m * 2 * I + I + i)];
+                     ref[size_t(m * I + i)] = float(g / (1 + std::exp(-g)) * u);
+                   }
+                 return close(got, ref, tol_for(act), true, &why);
+               });
+  }
+
+  // gemv_residual: (M, K, N = hidden), o_proj's and down_proj's shapes among them; the sublayer output rounded
+  // to the activation type, or kept fp32 (VT_CUDA_SUBLAYER_F32).
+  const Shape proj[] = {{1, 64, 1},       {1, 2048, 1024}, {3, 3072, 1024}, {1, 4096, 4096}, {4, 12288, 4096},
+                        {13, 256, 67},    {2, 67, 13},     {8, 520, 130}};
+  for (const Shape &sh : proj)
+    for (int round_f32 = 0; round_f32 < (act == Act::BF16 ? 2 : 1); ++round_f32)
+      for (int bias = 0; bias < 2; ++bias) {
+        if (g_small && sh.K * sh.N > (1 << 22)) continue;
+        const int64_t M = sh.M, K = sh.K, N = sh.N;
+        check_case(env,
+                   fmt("gemv_residual[%s%s] M %lld K %lld N %lld%s", cuda::act_name(act), round_f32 ? ", f32 sum" : "",
+                       (long long)M, (long long)K, (long long)N, bias ? " +bias" : ""),
+                   [&](std::string &why) {
+                     const auto x = rand_act(size_t(M * K), act);
+                     const auto res = rand_act(size_t(M * N), Act::F32, -3, 3);
+                     const auto w = rand_bf16_weights(size_t(N * K));
+                     const auto b = rand_act(size_t(N), Act::F32);
+                     Dev dx = upload_act(x, act);
+                     DeviceBuffer dw = upload_raw(w), db = upload_raw(b);
+                     const CUdeviceptr bp = bias ? db.ptr() : 0;
+                     Dev fused = upload_act(res, Act::F32, 64), apart = upload_act(res, Act::F32, 64);
+                     const Act pact = round_f32 ? Act::F32 : act;
+                     Dev proj_out = poisoned(size_t(M * N), pact), normed = poisoned(size_t(M * N), act, 0);
+                     const auto nw = rand_act(size_t(N), Act::F32, 0.5, 1.5);
+                     DeviceBuffer dnw = upload_raw(nw);
+                     ops.gemv_residual(s, dx.ptr(), M, K, dw.ptr(), N, bp, fused.ptr(), round_f32);
+                     ops.gemv(s, dx.ptr(), M, K, dw.ptr(), N, bp, proj_out.ptr(), round_f32);
+                     ops.add_rmsnorm_res32(s, apart.ptr(), proj_out.ptr(), round_f32, M, N, dnw.ptr(), eps,
+                                           normed.ptr(), false);
+                     bool guard = false;
+                     const auto got = download(fused, &guard);
+                     if (!close(got, download(apart), 0, guard, &why))
+                       return why = "vs gemv + add_rmsnorm_res32: " + why, false;
+                     std::vector<float> ref(size_t(M * N));
+                     cpu::matmul(env.pool, x.data(), M, K, w.data(), DType::BF16, N, bias ? b.data() : nullptr,
+                                 ref.data());
+                     for (size_t i = 0; i < ref.size(); ++i) ref[i] += res[i];
+                     return close(got, ref, tol_for(act), true, &why);
+                   });
+      }
+}
+
+}  // namespace cuda_tests
