@@ -63,7 +63,9 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
     int optin = 0;
     check(driver().cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx.device()),
           "cuDeviceGetAttribute(shared memory opt-in)");
-    smem_optin_ = optin;
+    // The opt-in is for static + dynamic shared memory together: keep 1 KiB for the kernels' static arrays
+    // (block_sum's 128 bytes), or cuFuncSetAttribute refuses the value.
+    smem_optin_ = std::max(0, optin - 1024);
   }
   for (int lm = 0; lm < 4; ++lm) {
     const std::string m = "_m" + std::to_string(1 << lm);
