@@ -56,13 +56,9 @@ void test_attention_case(Env &env, cuda::Ops &ops, int32_t n_heads, int32_t n_kv
                cpu::attention(env.pool, q.data(), kc.data(), vc.data(), cb, n_heads, n_kv, hd, scale, ref.data());
                bool guard = false;
                // fp32 sums over thousands of keys in different orders: the error scales with the values summed
-               // (|v| < 1), not with the result, which shrinks like 1/sqrt(keys). bf16 rounds each softmax weight
-               // to within 2^-9 (attention_mma.cuh), so its error is bounded by 2^-9 * sum_i w_i |v_i| <= 2e-3
-               // whatever the result: a floor of 0.1 (1e-3 at tol 1e-2) holds it. One H200 run at 2998 keys
-               // erred 7.4e-4 on a result of 0.013 and failed the floorless bound by 1%. Keys too many or too
-               // few are caught by the exact-weights test below, not here.
+               // (|v| < 1), not with the result, which shrinks like 1/sqrt(keys); bf16 is bounded by its rounding
                const auto got = download(out, &guard);  // before close() reads guard
-               return close(got, ref, tol_for(act), guard, &why, act == Act::F32 ? 0.05 : 0.1);
+               return close(got, ref, tol_for(act), guard, &why, act == Act::F32 ? 0.05 : 0);
              });
 }
 
@@ -212,9 +208,13 @@ void test_attention_decode_case(Env &env, cuda::Ops &ops, int32_t n_heads, int32
                           (why = "a second run on the same workspace gave different bits", false);
                  }
                  // fp32: sums over thousands of keys in different orders, an error that scales with the values
-                 // summed (|v| < 1), not with the result (~1/sqrt(keys)); bf16 stays within its rounding, the
-                 // probabilities' rounding to bf16 on tensor cores included (~2^-9 |v| / sqrt(keys))
-                 if (!close(got, ref, tol_for(act), guard, &why, act == Act::F32 ? 0.05 : 0)) return false;
+                 // summed (|v| < 1), not with the result (~1/sqrt(keys)). bf16: the weights are rounded to bf16
+                 // for the tensor cores (within 2^-9 each, attention_mma.cuh), so the error is at most
+                 // 2^-9 * sum_i w_i |v_i| <= 2e-3 whatever the result's size; on the H200 the 64-sequence case
+                 // (~3000 keys, one split) erred up to 5.9e-4 on results of ~0.002, 1.01x and 1.06x a bound
+                 // without floor in two runs. The floor 0.1 (1e-3 at tol 1e-2) holds the worst case seen with
+                 // margin; a key too many or too few is caught by the exact-weights case below, not here.
+                 if (!close(got, ref, tol_for(act), guard, &why, act == Act::F32 ? 0.05 : 0.1)) return false;
                  first = got;
                }
                return true;
