@@ -202,6 +202,16 @@ void Ops::gemv_swiglu(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdevicep
   }
 }
 
+// The fused norm GEMVs' grid: their row groups, but no more blocks than the device holds at once (each block
+// normalizes its rows once, then strides over the groups; gemv.cuh).
+Dim3 Ops::resident_grid(CUfunction f, int64_t groups, unsigned smem) const {
+  int per_sm = 0;
+  check(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, int(kGemvThreads), smem),
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  const int64_t resident = int64_t(std::max(per_sm, 1)) * ctx_.sm_count();
+  return {unsigned(std::min(groups, resident))};
+}
+
 bool Ops::gemv_norm_fits(int64_t M, int64_t K) const {
   const int64_t rows = M >= 8 ? 8 : M >= 4 ? 4 : M >= 2 ? 2 : 1;  // the largest chunk gemv_norm launches
   return K > 0 && rows * K * int64_t(act_size(act_)) <= smem_optin_;
@@ -218,8 +228,9 @@ void Ops::gemv_norm(CUstream s, CUdeviceptr residual, int64_t M, int64_t K, CUde
     const int lm = gemv_chunk_log2(M - m0);
     const int64_t rows = int64_t(1) << lm;
     const CUdeviceptr rm = residual + CUdeviceptr(m0 * K * 4), ym = y + CUdeviceptr(m0 * N * as);
-    ctx_.launch_pdl(gemv_norm_[lm], gemv_grid(ctx_, N), {kGemvThreads}, unsigned(rows * K * as), s, rm, norm_w, eps,
-                    w, bias, ym, k, n, vec);
+    const unsigned smem = unsigned(rows * K * as);
+    ctx_.launch_pdl(gemv_norm_[lm], resident_grid(gemv_norm_[lm], (N + 7) / 8, smem), {kGemvThreads}, smem, s, rm,
+                    norm_w, eps, w, bias, ym, k, n, vec);
     m0 += rows;
   }
 }
@@ -235,8 +246,9 @@ void Ops::gemv_swiglu_norm(CUstream s, CUdeviceptr residual, int64_t M, int64_t 
     const int lm = gemv_chunk_log2(M - m0);
     const int64_t rows = int64_t(1) << lm;
     const CUdeviceptr rm = residual + CUdeviceptr(m0 * K * 4), ym = y + CUdeviceptr(m0 * I * as);
-    ctx_.launch_pdl(gemv_swiglu_norm_[lm], gemv_grid(ctx_, I), {kGemvThreads}, unsigned(rows * K * as), s, rm,
-                    norm_w, eps, w_gate_up, ym, k, i, vec);
+    const unsigned smem = unsigned(rows * K * as);
+    ctx_.launch_pdl(gemv_swiglu_norm_[lm], resident_grid(gemv_swiglu_norm_[lm], (I + 7) / 8, smem), {kGemvThreads},
+                    smem, s, rm, norm_w, eps, w_gate_up, ym, k, i, vec);
     m0 += rows;
   }
 }

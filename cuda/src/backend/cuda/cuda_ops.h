@@ -210,6 +210,7 @@ class Ops {
   CUfunction gemv_norm_[4], gemv_swiglu_norm_[4];  // [log2 M]
   CUfunction gemv_res_[2][4];   // [round_f32][log2 M]
   int64_t smem_optin_ = 0;      // the most dynamic shared memory one block may have on this device
+  Dim3 resident_grid(CUfunction f, int64_t groups, unsigned smem) const;
   CUfunction gemm_[2][3];       // [y_f32][weight DType]
   CUfunction gemm_x32_[3];      // fp32 x and y, [weight DType]
   CUfunction attention_[2];     // head_dim <= 128, <= 256

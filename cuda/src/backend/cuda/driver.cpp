@@ -70,6 +70,8 @@ Loaded load() {
   resolve(lib, d.cuModuleUnload, "cuModuleUnload", nullptr, &missing);
   resolve(lib, d.cuModuleGetFunction, "cuModuleGetFunction", nullptr, &missing);
   resolve(lib, d.cuFuncSetAttribute, "cuFuncSetAttribute", nullptr, &missing);
+  resolve(lib, d.cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", nullptr,
+          &missing);
   resolve(lib, d.cuMemGetInfo, "cuMemGetInfo_v2", nullptr, &missing);
   resolve(lib, d.cuMemAlloc, "cuMemAlloc_v2", nullptr, &missing);
   resolve(lib, d.cuMemFree, "cuMemFree_v2", nullptr, &missing);

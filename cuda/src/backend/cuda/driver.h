@@ -101,6 +101,8 @@ struct Driver {
   CUresult (*cuModuleUnload)(CUmodule mod);
   CUresult (*cuModuleGetFunction)(CUfunction *fn, CUmodule mod, const char *name);
   CUresult (*cuFuncSetAttribute)(CUfunction fn, int attribute, int value);
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *blocks, CUfunction fn, int block_size,
+                                                          size_t dynamic_smem);
   CUresult (*cuMemGetInfo)(size_t *free, size_t *total);                      // _v2
   CUresult (*cuMemAlloc)(CUdeviceptr *p, size_t bytes);                       // _v2
   CUresult (*cuMemFree)(CUdeviceptr p);                                       // _v2
