@@ -6,7 +6,7 @@
 #   scripts/gpu-decode-ab.sh qwen3-0.6b|qwen3-8b [BATCHES] [VARIANT ...]   there, after `gpu-check.sh prepare` here
 #
 # BATCHES: comma list (default 1,8). VARIANT: "label" or "label:VAR=value,VAR=value" (default: the product,
-# and the null controls fused norm off, PDL off, graphs off). JSON per variant in $OUT (else .gpu-out/ab/SHAPE).
+# the fused norm, and the null controls PDL off, graphs off, and graph dedup on). JSON per variant in $OUT (else .gpu-out/ab/SHAPE).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -18,7 +18,7 @@ esac
 batches=${2:-1,8}
 shift $(($# >= 2 ? 2 : 1))
 variants=("$@")
-[ ${#variants[@]} = 0 ] && variants=(product "fused-norm-off:VT_CUDA_FUSED_NORM=0" "pdl-off:VT_CUDA_PDL=0" "graphs-off:--graphs=off")
+[ ${#variants[@]} = 0 ] && variants=(product "fused-norm:VT_CUDA_FUSED_NORM=1" "pdl-off:VT_CUDA_PDL=0" "graphs-off:--graphs=off" "dedup:--dedup=on")
 out=${OUT:-$root/.gpu-out/ab/$shape}
 mkdir -p "$out"
 ckpt=${VT_BENCH_DIR:-/tmp/vt-bench}/$shape-bf16
@@ -41,11 +41,13 @@ done
 python3 - "$out" "${variants[@]}" <<'PY'
 import json, sys
 out, labels = sys.argv[1], [v.split(":")[0] for v in sys.argv[2:]]
-rows = {}
+rows, graphs = {}, {}
 for l in labels:
     try:
         d = json.load(open(f"{out}/{l}.json"))
         rows[l] = {b: v["tok_s"]["median"] for b, v in d.get("decode", {}).items()}
+        g = d.get("memory", {})
+        graphs[l] = f"{g.get('graphs_count', '-')} graphs, {g.get('graphs_bytes', 0) / 2**20:.1f} MiB"
     except (OSError, ValueError, KeyError):
         rows[l] = {}
 bs = sorted({b for r in rows.values() for b in r}, key=int)
@@ -53,5 +55,6 @@ base = rows.get(labels[0], {})
 print(f"{'variant':24s}" + "".join(f"{'b' + b + ' tok/s':>14s}{'vs ' + labels[0]:>12s}" for b in bs))
 for l in labels:
     r = rows[l]
-    print(f"{l:24s}" + "".join(f"{r.get(b, 0):14.1f}{(r.get(b, 0) / base[b] if base.get(b) else 0):12.3f}" for b in bs))
+    print(f"{l:24s}" + "".join(f"{r.get(b, 0):14.1f}{(r.get(b, 0) / base[b] if base.get(b) else 0):12.3f}" for b in bs)
+          + f"  {graphs.get(l, '')}")
 PY

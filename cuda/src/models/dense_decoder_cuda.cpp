@@ -114,7 +114,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // Debugging and A/B timing: VT_CUDA_ATTN=simple (the first attention kernel everywhere) or noprefill (no
   // tensor-core prefill kernel); VT_CUDA_CUBLASLT=0 (own GEMM kernels only).
   if (const char *e = std::getenv("VT_CUDA_ATTN")) attn_mode_ = e;
-  if (const char *e = std::getenv("VT_CUDA_FUSED_NORM")) fused_norm_ = e[0] != '0';
+  if (const char *e = std::getenv("VT_CUDA_FUSED_NORM")) fused_norm_ = e[0] == '1';
   const char *blas_env = std::getenv("VT_CUDA_CUBLASLT");
   if (p.act == cuda::Act::BF16 && !(blas_env && blas_env[0] == '0')) {
     blas_ = std::make_unique<cuda::CublasLt>(*ctx_);

@@ -126,11 +126,13 @@ class CudaDecoder : public Decoder {
   CudaDecoderParams p_;
   float rope_scale_ = 1.f;
   bool sub_f32_ = false;  // o/down outputs fp32 (VT_CUDA_SUBLAYER_F32=1, debugging; bf16 activations only)
-  // Steps of up to gemv_rows_max() rows run each RMSNorm in the prologue of the product after it and each
-  // residual add in the epilogue of the product before it (Ops::gemv_norm / gemv_residual), when every layer's
-  // products take the GEMV (bf16 weights, no gate/up biases). VT_CUDA_FUSED_NORM=0: the separate kernels (the
-  // null control; the results are bitwise the same).
-  bool fused_norm_ = true;
+  // VT_CUDA_FUSED_NORM=1: steps of up to gemv_rows_max() rows run each RMSNorm in the prologue of the product
+  // after it and each residual add in the epilogue of the product before it (Ops::gemv_norm / gemv_residual),
+  // when every layer's products take the GEMV (bf16 weights, no gate/up biases); bitwise the same results. Off
+  // by default: on the H200 at batch 1 it measured 1-3% faster on the Qwen3-0.6B shape and 4% slower on the 8B
+  // shape (every block re-reads the residual row and norm weights, half its weight bytes again from L2, before
+  // its first products; bench/RESULTS.md), so it waits for a cheaper way to get the norm's scale.
+  bool fused_norm_ = false;
   bool fused_step(int32_t T) const;
   // Declared first, destroyed last: every buffer below belongs to this context.
   std::unique_ptr<cuda::Context> ctx_;
