@@ -353,7 +353,7 @@ void Engine::step() {
     }
     SampleResult r;
     if (runner_->has_tokens()) {
-      r.token = runner_->token(row++);  // greedy on the device: same rule as sample()'s argmax
+      r = runner_->result(row++);  // picked on the device by sample()'s rules (ModelRunner::run)
     } else {
       float *logits = runner_->logits(row++);
       if (s.processors.active())

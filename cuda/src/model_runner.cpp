@@ -50,20 +50,73 @@ void ModelRunner::run(const std::vector<ScheduledChunk> &plan) {
   b.attn = cpu::AttentionBatch{int32_t(plan.size()), seq_q_start_.data(), seq_pos0_.data(), block_tables_.data(),
                                int32_t(max_blocks), bs};
   model_->forward(b);
-  bool all_greedy = !logit_rows_.empty();
+  const int32_t n_rows = int32_t(logit_rows_.size());
+  bool all_greedy = n_rows > 0, no_processors = n_rows > 0;
+  int32_t top_n = 0;
   for (const auto &c : plan) {
     if (!c.sample) continue;
     const Sequence &s = *c.seq;
     all_greedy = all_greedy && !(s.sampling.temperature > 0.f) && s.sampling.logprobs <= 0 && !s.processors.active();
+    no_processors = no_processors && !s.processors.active();
+    top_n = std::max(top_n, std::min(s.sampling.logprobs, kMaxTop));
   }
-  tokens_out_.resize(logit_rows_.size());
-  has_tokens_ = all_greedy && model_->greedy(logit_rows_.data(), int32_t(logit_rows_.size()), tokens_out_.data());
-  if (!has_tokens_) model_->project(logit_rows_.data(), int32_t(logit_rows_.size()), logits_.data());
+  results_.assign(size_t(n_rows), SampleResult{});
+  has_tokens_ = false;
+  if (all_greedy) {
+    tokens_out_.resize(size_t(n_rows));
+    has_tokens_ = model_->greedy(logit_rows_.data(), n_rows, tokens_out_.data());
+    if (has_tokens_)
+      for (int32_t i = 0; i < n_rows; ++i) results_[size_t(i)].token = tokens_out_[size_t(i)];
+  } else if (no_processors && model_->samples_on_device()) {
+    sample_on_device(plan, top_n);
+    has_tokens_ = true;
+  }
+  if (!has_tokens_) model_->project(logit_rows_.data(), n_rows, logits_.data());
 
   prompt_lp_.assign(plan.size(), {});
   prompt_lp_start_.assign(plan.size(), 0);
   for (size_t s = 0; s < plan.size(); ++s)
     if (plan[s].seq->prompt_logprobs) teacher_force(s, plan[s], seq_q_start_[s]);
+}
+
+// Every sampled row on the device (Decoder::sample): the request's uniform draw is made here, exactly as
+// vt::sample would make it (one Rng::uniform() when temperature > 0), so a seeded request gives the same draws
+// on either path; the results are laid out as vt::sample's SampleResult (logprob and the top list only when the
+// request asked for logprobs).
+void ModelRunner::sample_on_device(const std::vector<ScheduledChunk> &plan, int32_t top_n) {
+  const size_t n = logit_rows_.size();
+  sample_params_.clear();
+  for (const auto &c : plan) {
+    if (!c.sample) continue;
+    Sequence &s = *c.seq;
+    cuda::SampleRow r{};
+    r.temperature = s.sampling.temperature;
+    r.top_k = s.sampling.top_k;
+    r.top_p = s.sampling.top_p;
+    r.min_p = s.sampling.min_p;
+    r.u = s.sampling.temperature > 0.f ? s.rng.uniform() : 0.0;
+    sample_params_.push_back(r);
+  }
+  tokens_out_.resize(n);
+  sampled_lps_.resize(n);
+  top_ids_.resize(n * size_t(top_n));
+  top_lps_.resize(n * size_t(top_n));
+  model_->sample(logit_rows_.data(), int32_t(n), sample_params_.data(), top_n, tokens_out_.data(), sampled_lps_.data(),
+                 top_ids_.data(), top_lps_.data());
+  size_t i = 0;
+  for (const auto &c : plan) {
+    if (!c.sample) continue;
+    SampleResult &r = results_[i];
+    r.token = tokens_out_[i];
+    const int32_t want = c.seq->sampling.logprobs;
+    r.n_top = want > 0 ? std::min({want, kMaxTop, vocab_}) : 0;
+    if (r.n_top > 0) {
+      r.logprob = sampled_lps_[i];
+      std::copy_n(top_ids_.begin() + int64_t(i) * top_n, r.n_top, r.top_ids);
+      std::copy_n(top_lps_.begin() + int64_t(i) * top_n, r.n_top, r.top_logprobs);
+    }
+    ++i;
+  }
 }
 
 // Row j of a chunk (position pos0 + j) predicts prompt token pos0 + j + 1. Those logits are projected a few

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "models/decoder.h"
+#include "sampling.h"
 #include "scheduler.h"
 
 namespace vt {
@@ -19,11 +20,13 @@ class ModelRunner {
   // index prompt_logprobs_start(c).
   void run(const std::vector<ScheduledChunk> &plan);
   float *logits(int32_t i) { return logits_.data() + int64_t(i) * vocab_; }
-  // When every sampled sequence of the step is plain greedy (temperature 0, no logprobs, no logits
-  // processors) and the model computes greedy tokens where its logits are (the GPU), the logits stay there:
-  // has_tokens() is true, token(i) is the i-th sampled chunk's token and logits(i) must not be read.
+  // When the model can pick the step's tokens where its logits are (the GPU), the logits stay there:
+  // has_tokens() is true, result(i) is the i-th sampled chunk's vt::sample result and logits(i) must not be
+  // read. That is the case when every sampled sequence is plain greedy (temperature 0, no logprobs, no logits
+  // processors: the argmax the decode graph computes), or when none has logits processors and the model
+  // samples on the device (Decoder::sample; the request's Rng draw is made here).
   bool has_tokens() const { return has_tokens_; }
-  int32_t token(int32_t i) const { return tokens_out_[size_t(i)]; }
+  const SampleResult &result(int32_t i) const { return results_[size_t(i)]; }
   const std::vector<float> &prompt_logprobs(size_t c) const { return prompt_lp_[c]; }
   int32_t prompt_logprobs_start(size_t c) const { return prompt_lp_start_[c]; }
 
@@ -36,8 +39,15 @@ class ModelRunner {
   std::vector<int32_t> block_tables_;                 // (n_seqs, max_blocks)
   std::vector<int32_t> logit_rows_;                   // (n_sampled)
   std::vector<float> logits_;                         // (n_sampled, vocab)
-  std::vector<int32_t> tokens_out_;                   // (n_sampled) greedy tokens, when has_tokens_
+  std::vector<int32_t> tokens_out_;                   // (n_sampled) tokens picked on the device
+  std::vector<float> sampled_lps_;                    // (n_sampled) their logprobs
+  std::vector<int32_t> top_ids_;                      // (n_sampled, top_n)
+  std::vector<float> top_lps_;                        // (n_sampled, top_n)
+  std::vector<cuda::SampleRow> sample_params_;        // (n_sampled)
+  std::vector<SampleResult> results_;                 // (n_sampled), when has_tokens_
   bool has_tokens_ = false;
+  static constexpr int32_t kMaxTop = 20;              // SampleResult's top list
+  void sample_on_device(const std::vector<ScheduledChunk> &plan, int32_t top_n);
   std::vector<std::vector<float>> prompt_lp_;         // per chunk
   std::vector<int32_t> prompt_lp_start_;              // per chunk
   std::vector<float> block_logits_;                   // (kPromptBlock, vocab) scratch for teacher forcing

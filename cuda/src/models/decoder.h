@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cuda/sample_rows.h"
 
 namespace vt {
 
@@ -28,6 +29,14 @@ class Decoder {
   // The greedy token (argmax, ties to the lowest id) of each given row, computed where the logits are, so
   // they never travel; false when this backend has no such path (the caller then uses project()).
   virtual bool greedy(const int32_t * /*rows*/, int32_t /*n*/, int32_t * /*ids*/) { return false; }
+  // Sampling where the logits are, for rows without logits processors: whether this backend can (false: the
+  // caller uses project() and vt::sample), and the call. Row i of `rows` is sampled by vt::sample's rules
+  // (sampling.h) with params[i] and the uniform draw params[i].u the host made from the request's Rng exactly
+  // as vt::sample would (only when temperature > 0); → ids[i], logprobs[i] (the token's log-softmax of the raw
+  // logits) and, when top_n > 0, the top_n largest per row (top_ids/top_lps, (n, top_n), as SampleResult's).
+  virtual bool samples_on_device() const { return false; }
+  virtual void sample(const int32_t * /*rows*/, int32_t /*n*/, const cuda::SampleRow * /*params*/, int32_t /*top_n*/,
+                      int32_t * /*ids*/, float * /*logprobs*/, int32_t * /*top_ids*/, float * /*top_lps*/) {}
 };
 
 }  // namespace vt

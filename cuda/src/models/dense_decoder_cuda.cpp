@@ -1,5 +1,7 @@
 #include "models/dense_decoder_cuda.h"
 
+#include <cstring>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -99,6 +101,7 @@ CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const C
   // integers and the row list; cuBLASLt's workspace.
   ws.total = as * T * (H + QKV + QD + I + 2 * I) + ps * T * H + 4 * T * H + (as == 2 ? 4 * T * H : 0) + 4 * R * H +
              as * R * H + R * V * 4 + 8 * R + ws.attn_bytes + int64_t(ws.meta_elems) * 4 + 4 * R +
+             int64_t(sizeof(cuda::SampleRow)) * R + 8 * kMaxTopLogprobs * R +
              (with_blas ? int64_t(cuda::CublasLt::kWorkspaceBytes) : 0);
   return ws;
 }
@@ -115,6 +118,9 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // tensor-core prefill kernel); VT_CUDA_CUBLASLT=0 (own GEMM kernels only).
   if (const char *e = std::getenv("VT_CUDA_ATTN")) attn_mode_ = e;
   if (const char *e = std::getenv("VT_CUDA_FUSED_NORM")) fused_norm_ = e[0] == '1';
+  // Debugging and A/B: VT_CUDA_SAMPLE=0 sends sampled rows' logits to the host sampler, as before GPU sampling.
+  if (const char *e = std::getenv("VT_CUDA_SAMPLE")) sample_on_device_ = e[0] != '0';
+  if (c_.vocab_size > cuda::Ops::kSampleMaxVocab) sample_on_device_ = false;
   const char *blas_env = std::getenv("VT_CUDA_CUBLASLT");
   if (p.act == cuda::Act::BF16 && !(blas_env && blas_env[0] == '0')) {
     blas_ = std::make_unique<cuda::CublasLt>(*ctx_);
@@ -184,6 +190,8 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   last_ = scratch(R * H, 4), last_act_ = scratch(R * H, as);
   logits_ = scratch(R * V, sizeof(float));
   ids_ = scratch(R, 4), lps_ = scratch(R, 4);
+  sample_rows_ = scratch(R, sizeof(cuda::SampleRow));
+  top_ids_ = scratch(R * kMaxTopLogprobs, 4), top_lps_ = scratch(R * kMaxTopLogprobs, 4);
   attn_ws_ = scratch(size_t(attn_ws), 1);
   // Zeroed once: its tickets must start at zero (every attention_decode call leaves them so).
   cuda::check(cuda::driver().cuMemsetD8Async(attn_ws_, 0, std::max<size_t>(attn_ws_bytes_, 16), stream_->get()),
@@ -193,6 +201,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   meta_pinned_ = cuda::PinnedBuffer(meta_elems_ * 4);
   staged_ = std::make_unique<cuda::Event>();
   out_pinned_ = cuda::PinnedBuffer(size_t(R) * 8);
+  sample_pinned_ = cuda::PinnedBuffer(size_t(R) * std::max<size_t>(sizeof(cuda::SampleRow), 8 + 8 * kMaxTopLogprobs));
   const CUdeviceptr m0 = meta_buf_.ptr();
   meta_ = Meta{m0, m0 + 4 * CUdeviceptr(T), m0 + 8 * CUdeviceptr(T), m0 + 12 * CUdeviceptr(T),
                m0 + 4 * CUdeviceptr(3 * T + S + 1), m0 + 4 * CUdeviceptr(tiles_off_ + 4 * (T + S)),
@@ -430,6 +439,53 @@ bool CudaDecoder::greedy(const int32_t *rows, int32_t n, int32_t *ids) {
   }
   if (!ready) head_rows_ = 0;
   return true;
+}
+
+void CudaDecoder::sample(const int32_t *rows, int32_t n, const cuda::SampleRow *params, int32_t top_n, int32_t *ids,
+                         float *logprobs, int32_t *top_ids, float *top_lps) {
+  if (n <= 0) return;
+  if (top_n < 0 || top_n > kMaxTopLogprobs) fail(VT_ERR_INTERNAL, "CudaDecoder::sample: top_n out of range");
+  ctx_->make_current();
+  const CUstream s = stream_->get();
+  const int64_t V = c_.vocab_size;
+  bool ready = n <= head_rows_;  // after a graph replay the logits of rows 0 .. head_rows_-1 are there
+  for (int32_t i = 0; ready && i < n; ++i) ready = rows[i] == i;
+  for (int32_t i0 = 0; i0 < n; i0 += p_.max_logit_rows) {
+    const int32_t m = std::min(p_.max_logit_rows, n - i0);
+    if (!ready) {
+      cuda::check(cuda::driver().cuMemcpyHtoDAsync(meta_.rows, rows + i0, size_t(m) * sizeof(int32_t), s),
+                  "cuMemcpyHtoDAsync(rows)");
+      head(meta_.rows, m, false);
+    }
+    // The previous chunk's copies have finished (synchronized below), so the staging area is free.
+    std::copy_n(params + i0, m, sample_pinned_.as<cuda::SampleRow>());
+    cuda::check(cuda::driver().cuMemcpyHtoDAsync(sample_rows_, sample_pinned_.as<cuda::SampleRow>(),
+                                                 size_t(m) * sizeof(cuda::SampleRow), s),
+                "cuMemcpyHtoDAsync(sample rows)");
+    ops_->sample(s, logits_, m, V, V, sample_rows_, ids_, lps_);
+    if (top_n > 0) ops_->top_logprobs(s, logits_, m, V, V, top_n, top_ids_, top_lps_);
+    // Down: ids (m) | logprobs (m) | top ids (m, top_n) | top logprobs (m, top_n), packed in the staging area
+    // (the SampleRows it held went up before these copies run: same stream).
+    uint8_t *out = sample_pinned_.as<uint8_t>();
+    const size_t top_bytes = size_t(m) * size_t(top_n) * 4;
+    cuda::check(cuda::driver().cuMemcpyDtoHAsync(out, ids_, size_t(m) * 4, s), "cuMemcpyDtoHAsync(ids)");
+    cuda::check(cuda::driver().cuMemcpyDtoHAsync(out + size_t(m) * 4, lps_, size_t(m) * 4, s),
+                "cuMemcpyDtoHAsync(logprobs)");
+    if (top_n > 0) {
+      cuda::check(cuda::driver().cuMemcpyDtoHAsync(out + size_t(m) * 8, top_ids_, top_bytes, s),
+                  "cuMemcpyDtoHAsync(top ids)");
+      cuda::check(cuda::driver().cuMemcpyDtoHAsync(out + size_t(m) * 8 + top_bytes, top_lps_, top_bytes, s),
+                  "cuMemcpyDtoHAsync(top logprobs)");
+    }
+    stream_->synchronize();
+    std::memcpy(ids + i0, out, size_t(m) * 4);
+    std::memcpy(logprobs + i0, out + size_t(m) * 4, size_t(m) * 4);
+    if (top_n > 0) {
+      std::memcpy(top_ids + int64_t(i0) * top_n, out + size_t(m) * 8, top_bytes);
+      std::memcpy(top_lps + int64_t(i0) * top_n, out + size_t(m) * 8 + top_bytes, top_bytes);
+    }
+  }
+  if (!ready) head_rows_ = 0;  // logits_ now holds gathered rows
 }
 
 }  // namespace vt

@@ -75,6 +75,10 @@ class CudaDecoder : public Decoder {
   void forward(const ForwardBatch &b) override;
   void project(const int32_t *rows, int32_t n, float *logits) override;
   bool greedy(const int32_t *rows, int32_t n, int32_t *ids) override;
+  // Ops::sample and Ops::top_logprobs on the rows' logits (VT_CUDA_SAMPLE=0: off, the host samples).
+  bool samples_on_device() const override { return sample_on_device_; }
+  void sample(const int32_t *rows, int32_t n, const cuda::SampleRow *params, int32_t top_n, int32_t *ids,
+              float *logprobs, int32_t *top_ids, float *top_lps) override;
 
   const std::string &device_name() const { return ctx_->name(); }
   const cuda::Context &context() const { return *ctx_; }  // its figures for memory reports (mem_info, name)
@@ -161,6 +165,10 @@ class CudaDecoder : public Decoder {
   CUdeviceptr last_act_ = 0;               // (max_logit_rows, hidden) the same rows in bf16 (cuBLASLt's input)
   CUdeviceptr logits_ = 0;                 // (max_logit_rows, vocab) fp32
   CUdeviceptr ids_ = 0, lps_ = 0;          // (max_logit_rows) int32 / fp32: greedy tokens and logprobs
+  CUdeviceptr sample_rows_ = 0;            // (max_logit_rows) cuda::SampleRow, the sampled rows' parameters
+  CUdeviceptr top_ids_ = 0, top_lps_ = 0;  // (max_logit_rows, kMaxTopLogprobs) int32 / fp32
+  static constexpr int32_t kMaxTopLogprobs = 20;
+  bool sample_on_device_ = true;
   CUdeviceptr attn_ws_ = 0;                // split-K decode attention partials, for up to attn_ws_rows_ rows
   int32_t attn_ws_rows_ = 0;
   size_t attn_ws_bytes_ = 0;
@@ -172,6 +180,7 @@ class CudaDecoder : public Decoder {
   size_t meta_elems_ = 0, tiles_off_ = 0;
   cuda::DeviceBuffer meta_buf_;
   cuda::PinnedBuffer meta_pinned_, out_pinned_;
+  cuda::PinnedBuffer sample_pinned_;       // SampleRows up, then ids | logprobs | top ids | top logprobs down
   std::unique_ptr<cuda::Event> staged_;    // recorded after each step's upload from meta_pinned_
   Meta meta_{};
   std::vector<int32_t> tiles_;             // prefill attention tiles of the step (host)
