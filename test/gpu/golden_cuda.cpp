@@ -196,25 +196,36 @@ uint64_t submit_sampled(vt_engine *e, const Prompt &p, size_t i) {
 }
 
 // Sampling on the device (issue 4): the same seeded, sampled requests (temperature, top-k, top-p, min-p,
-// logprobs; some greedy with logprobs) on `e`, which samples where the logits are, and on an engine loaded with
-// VT_CUDA_SAMPLE=0, whose host sampler (sampling.cpp, unit-tested against its own reference) gets the same
-// logits: ids equal, logprobs and top lists within 1e-4 (fp32 sums on the GPU, double on the host). Each prompt
-// alone; with fp32 activations also all at once (a batch's rows are bitwise the rows alone there, so the
-// batches need not be scheduled alike). Returns false when it failed.
-bool check_device_sampling(const std::string &name, const fs::path &dir, const vt_engine_params &ep, vt_engine *e,
-                           Collector &col, const std::vector<Prompt> &prompts, bool bf16) {
-  const int f0 = failures;
-  setenv("VT_CUDA_SAMPLE", "0", 1);
-  vt_engine *host = nullptr;
+// logprobs; some greedy with logprobs) on an engine loaded with VT_CUDA_SAMPLE=1, which samples where the
+// logits are, and on one loaded with VT_CUDA_SAMPLE=0, whose host sampler (sampling.cpp, unit-tested against
+// its own reference) gets the same logits: ids equal, logprobs and top lists within 1e-4 (fp32 sums on the GPU,
+// double on the host). Each prompt alone; with fp32 activations also all at once (a batch's rows are bitwise the
+// rows alone there, so the batches need not be scheduled alike). Returns false when it failed.
+vt_engine *load_with_sampling(const std::string &name, const fs::path &dir, const vt_engine_params &ep,
+                              const char *on_device, Collector &col) {
+  setenv("VT_CUDA_SAMPLE", on_device, 1);
+  vt_engine *e = nullptr;
   char err[1024] = {0};
-  const vt_status st = vt_engine_load(dir.c_str(), ep, &host, err, sizeof err);
+  const vt_status st = vt_engine_load(dir.c_str(), ep, &e, err, sizeof err);
   unsetenv("VT_CUDA_SAMPLE");
   if (st != VT_OK) {
-    fail_check(name + ": load with VT_CUDA_SAMPLE=0: " + err);
+    fail_check(name + ": load with VT_CUDA_SAMPLE=" + on_device + ": " + err);
+    return nullptr;
+  }
+  vt_engine_set_step_callback(e, &Collector::on_step, &col);
+  return e;
+}
+
+bool check_device_sampling(const std::string &name, const fs::path &dir, const vt_engine_params &ep,
+                           const std::vector<Prompt> &prompts, bool bf16) {
+  const int f0 = failures;
+  Collector col, host_col;
+  vt_engine *e = load_with_sampling(name, dir, ep, "1", col);
+  vt_engine *host = e ? load_with_sampling(name, dir, ep, "0", host_col) : nullptr;
+  if (!host) {
+    if (e) vt_engine_free(e);
     return false;
   }
-  Collector host_col;
-  vt_engine_set_step_callback(host, &Collector::on_step, &host_col);
   auto same = [&](const std::string &tag, const Result &d, const Result &h) {
     if (d.ids != h.ids) return fail_check(tag + ": device-sampled ids differ from the host sampler's");
     for (size_t t = 0; t < d.ids.size(); ++t) {
@@ -243,6 +254,7 @@ bool check_device_sampling(const std::string &name, const fs::path &dir, const v
     }
   }
   vt_engine_free(host);
+  vt_engine_free(e);
   return failures == f0;
 }
 
@@ -332,7 +344,7 @@ int main(int argc, char **argv) {
     const int alone_fail = failures - f0;
     bool sampled_ok = true;
     const int s0 = failures;
-    if (std::string(info.device) == "cuda") sampled_ok = check_device_sampling(name, dir, ep, e, col, prompts, bf16);
+    if (std::string(info.device) == "cuda") sampled_ok = check_device_sampling(name, dir, ep, prompts, bf16);
     const int sampled_fail = failures - s0;
 
     // Batching: n_requests at once, cycling through the prompts with shrinking lengths.

@@ -118,8 +118,9 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // tensor-core prefill kernel); VT_CUDA_CUBLASLT=0 (own GEMM kernels only).
   if (const char *e = std::getenv("VT_CUDA_ATTN")) attn_mode_ = e;
   if (const char *e = std::getenv("VT_CUDA_FUSED_NORM")) fused_norm_ = e[0] == '1';
-  // Debugging and A/B: VT_CUDA_SAMPLE=0 sends sampled rows' logits to the host sampler, as before GPU sampling.
-  if (const char *e = std::getenv("VT_CUDA_SAMPLE")) sample_on_device_ = e[0] != '0';
+  // VT_CUDA_SAMPLE=1: sampled rows are picked on the GPU (the default once verified there); 0 or unset: their
+  // logits go to the host sampler.
+  if (const char *e = std::getenv("VT_CUDA_SAMPLE")) sample_on_device_ = e[0] == '1';
   if (c_.vocab_size > cuda::Ops::kSampleMaxVocab) sample_on_device_ = false;
   const char *blas_env = std::getenv("VT_CUDA_CUBLASLT");
   if (p.act == cuda::Act::BF16 && !(blas_env && blas_env[0] == '0')) {

@@ -75,7 +75,8 @@ class CudaDecoder : public Decoder {
   void forward(const ForwardBatch &b) override;
   void project(const int32_t *rows, int32_t n, float *logits) override;
   bool greedy(const int32_t *rows, int32_t n, int32_t *ids) override;
-  // Ops::sample and Ops::top_logprobs on the rows' logits (VT_CUDA_SAMPLE=0: off, the host samples).
+  // Ops::sample and Ops::top_logprobs on the rows' logits. Off unless VT_CUDA_SAMPLE=1 until golden_cuda's
+  // device-sampling check has passed on a GPU (the kernels' op tests have; this wiring has not run there yet).
   bool samples_on_device() const override { return sample_on_device_; }
   void sample(const int32_t *rows, int32_t n, const cuda::SampleRow *params, int32_t top_n, int32_t *ids,
               float *logprobs, int32_t *top_ids, float *top_lps) override;
@@ -168,7 +169,7 @@ class CudaDecoder : public Decoder {
   CUdeviceptr sample_rows_ = 0;            // (max_logit_rows) cuda::SampleRow, the sampled rows' parameters
   CUdeviceptr top_ids_ = 0, top_lps_ = 0;  // (max_logit_rows, kMaxTopLogprobs) int32 / fp32
   static constexpr int32_t kMaxTopLogprobs = 20;
-  bool sample_on_device_ = true;
+  bool sample_on_device_ = false;
   CUdeviceptr attn_ws_ = 0;                // split-K decode attention partials, for up to attn_ws_rows_ rows
   int32_t attn_ws_rows_ = 0;
   size_t attn_ws_bytes_ = 0;
