@@ -1,0 +1,137 @@
+// ModelRunner's choice of where a step's tokens are picked, with a fake model: the device path (Decoder::sample)
+// only when no sampled sequence has logits processors and the model can; each request's uniform draw made
+// exactly as vt::sample makes it (one Rng::uniform() when temperature > 0, none otherwise), so a seeded request
+// draws the same numbers on either path; the results shaped as vt::sample's (logprob and top list only when
+// asked). The GPU side of the same contract is golden_cuda's device-sampling check.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "check.h"
+#include "model_runner.h"
+
+namespace {
+
+constexpr int32_t kVocab = 16, kBlock = 4;
+
+struct FakeDecoder : vt::Decoder {
+  bool on_device = true;
+  int projected = 0, sampled = 0;
+  int32_t last_top_n = -1;
+  std::vector<vt::cuda::SampleRow> params;
+
+  void forward(const vt::ForwardBatch &) override {}
+  void project(const int32_t *, int32_t n, float *logits) override {
+    ++projected;
+    for (int32_t i = 0; i < n * kVocab; ++i) logits[i] = float(i % kVocab);
+  }
+  bool samples_on_device() const override { return on_device; }
+  void sample(const int32_t *, int32_t n, const vt::cuda::SampleRow *p, int32_t top_n, int32_t *ids, float *lps,
+              int32_t *top_ids, float *top_lps) override {
+    ++sampled;
+    last_top_n = top_n;
+    params.assign(p, p + n);
+    for (int32_t i = 0; i < n; ++i) {
+      ids[i] = 3 + i, lps[i] = -0.25f * float(i + 1);
+      for (int32_t k = 0; k < top_n; ++k) top_ids[i * top_n + k] = 10 - k, top_lps[i * top_n + k] = -float(k + i);
+    }
+  }
+};
+
+std::unique_ptr<vt::Sequence> seq(uint64_t id, float temperature, int32_t logprobs, uint64_t seed) {
+  auto s = std::make_unique<vt::Sequence>();
+  s->id = id;
+  s->tokens = {1, 2, 3, 4, 5};  // 4 computed, the 5th is the decode step's input
+  s->n_prompt = 4;
+  s->n_computed = 4;
+  s->block_table = {int32_t(id) * 2, int32_t(id) * 2 + 1};
+  s->max_tokens = 8;
+  s->sampling.temperature = temperature;
+  s->sampling.top_k = 7;
+  s->sampling.top_p = 0.9f;
+  s->sampling.min_p = 0.05f;
+  s->sampling.logprobs = logprobs;
+  s->rng = vt::Rng(seed);
+  return s;
+}
+
+std::vector<vt::ScheduledChunk> decode_plan(const std::vector<std::unique_ptr<vt::Sequence>> &seqs) {
+  std::vector<vt::ScheduledChunk> plan;
+  for (auto &s : seqs) plan.push_back({s.get(), s->n_computed, 1, true});
+  return plan;
+}
+
+void device_path() {
+  auto fake = std::make_unique<FakeDecoder>();
+  FakeDecoder *f = fake.get();
+  vt::ModelRunner runner(std::move(fake), kBlock, kVocab, 16, 4);
+  std::vector<std::unique_ptr<vt::Sequence>> seqs;
+  seqs.push_back(seq(0, 0.8f, 2, 5));  // sampled, logprobs 2
+  seqs.push_back(seq(1, 0.f, 3, 6));   // greedy with logprobs: no draw
+  seqs.push_back(seq(2, 1.f, 0, 9));   // sampled, no logprobs
+  runner.run(decode_plan(seqs));
+  CHECK(runner.has_tokens() && f->sampled == 1 && f->projected == 0);
+  CHECK(f->last_top_n == 3);  // the most any row asked for
+  CHECK(f->params.size() == 3);
+  vt::Rng r5(5), r6(6), r9(9);
+  const double u5 = r5.uniform(), u9 = r9.uniform();
+  CHECK(f->params[0].u == u5 && f->params[1].u == 0.0 && f->params[2].u == u9);
+  CHECK(f->params[0].temperature == 0.8f && f->params[0].top_k == 7 && f->params[0].top_p == 0.9f &&
+        f->params[0].min_p == 0.05f);
+  // Exactly one draw for the sampled requests, none for the greedy one: their next draws continue the stream.
+  CHECK(seqs[0]->rng.uniform() == r5.uniform());
+  CHECK(seqs[1]->rng.uniform() == r6.uniform());
+  CHECK(seqs[2]->rng.uniform() == r9.uniform());
+  // Results as vt::sample shapes them.
+  const vt::SampleResult &a = runner.result(0), &b = runner.result(1), &c = runner.result(2);
+  CHECK(a.token == 3 && a.n_top == 2 && a.logprob == -0.25f && a.top_ids[0] == 10 && a.top_ids[1] == 9 &&
+        a.top_logprobs[1] == -1.f);
+  CHECK(b.token == 4 && b.n_top == 3 && b.logprob == -0.5f && b.top_ids[2] == 8 && b.top_logprobs[0] == -1.f);
+  CHECK(c.token == 5 && c.n_top == 0 && c.logprob == 0.f);
+}
+
+void host_paths() {
+  {  // a sequence with logits processors: the step's logits go to the host, nothing drawn
+    auto fake = std::make_unique<FakeDecoder>();
+    FakeDecoder *f = fake.get();
+    vt::ModelRunner runner(std::move(fake), kBlock, kVocab, 16, 4);
+    std::vector<std::unique_ptr<vt::Sequence>> seqs;
+    seqs.push_back(seq(0, 0.8f, 0, 5));
+    seqs.push_back(seq(1, 0.8f, 0, 6));
+    seqs[1]->processors.repetition_penalty = 1.2f;
+    runner.run(decode_plan(seqs));
+    CHECK(!runner.has_tokens() && f->sampled == 0 && f->projected == 1);
+    vt::Rng r5(5);
+    CHECK(seqs[0]->rng.uniform() == r5.uniform());  // not drawn by the runner: vt::sample will
+  }
+  {  // a model that cannot sample on the device
+    auto fake = std::make_unique<FakeDecoder>();
+    FakeDecoder *f = fake.get();
+    f->on_device = false;
+    vt::ModelRunner runner(std::move(fake), kBlock, kVocab, 16, 4);
+    std::vector<std::unique_ptr<vt::Sequence>> seqs;
+    seqs.push_back(seq(0, 0.8f, 1, 5));
+    runner.run(decode_plan(seqs));
+    CHECK(!runner.has_tokens() && f->sampled == 0 && f->projected == 1);
+    CHECK(runner.logits(0)[3] == 3.f);
+  }
+  {  // all greedy without logprobs on a model without a greedy path: the host's argmax, nothing drawn
+    auto fake = std::make_unique<FakeDecoder>();
+    FakeDecoder *f = fake.get();
+    vt::ModelRunner runner(std::move(fake), kBlock, kVocab, 16, 4);
+    std::vector<std::unique_ptr<vt::Sequence>> seqs;
+    seqs.push_back(seq(0, 0.f, 0, 5));
+    runner.run(decode_plan(seqs));
+    CHECK(!runner.has_tokens() && f->sampled == 0 && f->projected == 1);
+  }
+}
+
+}  // namespace
+
+int main() {
+  device_path();
+  host_paths();
+  std::printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed ? 1 : 0;
+}
