@@ -123,12 +123,7 @@ void check_gpu_memory(const std::string &tag, vt_engine *e, bool cuda) {
                " with " + std::to_string(held) + " held by the engine");
 }
 
-uint64_t submit(vt_engine *e, const Prompt &p, int max_tokens, int logprobs = 5) {
-  vt_request_params rp = vt_request_default_params();
-  rp.max_tokens = max_tokens;
-  rp.temperature = 0.f;
-  rp.logprobs = logprobs;
-  rp.n_stop_ids = 0;
+uint64_t submit_with(vt_engine *e, const Prompt &p, const vt_request_params &rp) {
   uint64_t id = 0;
   char err[512] = {0};
   if (vt_engine_submit(e, p.ids.data(), int32_t(p.ids.size()), rp, &id, err, sizeof err) != VT_OK) {
@@ -136,6 +131,15 @@ uint64_t submit(vt_engine *e, const Prompt &p, int max_tokens, int logprobs = 5)
     return 0;
   }
   return id;
+}
+
+uint64_t submit(vt_engine *e, const Prompt &p, int max_tokens, int logprobs = 5) {
+  vt_request_params rp = vt_request_default_params();
+  rp.max_tokens = max_tokens;
+  rp.temperature = 0.f;
+  rp.logprobs = logprobs;
+  rp.n_stop_ids = 0;
+  return submit_with(e, p, rp);
 }
 
 // Returns the largest logprob difference seen.
@@ -186,13 +190,7 @@ uint64_t submit_sampled(vt_engine *e, const Prompt &p, size_t i) {
   rp.min_p = i % 5 == 1 ? 0.05f : 0.f;
   rp.seed = 1000 + i, rp.has_seed = 1;
   rp.logprobs = int32_t(i % 4);  // 0 .. 3: the token's logprob and a top list, or none
-  uint64_t id = 0;
-  char err[512] = {0};
-  if (vt_engine_submit(e, p.ids.data(), int32_t(p.ids.size()), rp, &id, err, sizeof err) != VT_OK) {
-    fail_check(std::string("submit: ") + err);
-    return 0;
-  }
-  return id;
+  return submit_with(e, p, rp);
 }
 
 // Sampling on the device (issue 4): the same seeded, sampled requests (temperature, top-k, top-p, min-p,

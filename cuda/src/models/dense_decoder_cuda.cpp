@@ -395,14 +395,25 @@ void CudaDecoder::forward(const ForwardBatch &b) {
   layers(T, a.n_seqs, max_keys, !decode, n_tiles);
 }
 
+bool CudaDecoder::replayed(const int32_t *rows, int32_t n) const {
+  if (n > head_rows_) return false;
+  for (int32_t i = 0; i < n; ++i)
+    if (rows[i] != i) return false;
+  return true;
+}
+
+void CudaDecoder::head_of(const int32_t *rows, int32_t m, bool with_argmax) {
+  cuda::check(cuda::driver().cuMemcpyHtoDAsync(meta_.rows, rows, size_t(m) * sizeof(int32_t), stream_->get()),
+              "cuMemcpyHtoDAsync(rows)");
+  head(meta_.rows, m, with_argmax);
+}
+
 void CudaDecoder::project(const int32_t *rows, int32_t n, float *logits) {
   if (n <= 0) return;
   ctx_->make_current();
   const CUstream s = stream_->get();
   const int64_t V = c_.vocab_size;
-  bool ready = n <= head_rows_;  // after a graph replay: the logits of rows 0 .. head_rows_-1 are there
-  for (int32_t i = 0; ready && i < n; ++i) ready = rows[i] == i;
-  if (ready) {
+  if (replayed(rows, n)) {
     cuda::check(cuda::driver().cuMemcpyDtoHAsync(logits, logits_, size_t(n) * size_t(V) * sizeof(float), s),
                 "cuMemcpyDtoHAsync(logits)");
     stream_->synchronize();
@@ -410,9 +421,7 @@ void CudaDecoder::project(const int32_t *rows, int32_t n, float *logits) {
   }
   for (int32_t i0 = 0; i0 < n; i0 += p_.max_logit_rows) {
     const int32_t m = std::min(p_.max_logit_rows, n - i0);
-    cuda::check(cuda::driver().cuMemcpyHtoDAsync(meta_.rows, rows + i0, size_t(m) * sizeof(int32_t), s),
-                "cuMemcpyHtoDAsync(rows)");
-    head(meta_.rows, m, false);
+    head_of(rows + i0, m, false);
     cuda::check(cuda::driver().cuMemcpyDtoHAsync(logits + int64_t(i0) * V, logits_, size_t(m) * size_t(V) * sizeof(float), s),
                 "cuMemcpyDtoHAsync(logits)");
     stream_->synchronize();
@@ -425,15 +434,10 @@ bool CudaDecoder::greedy(const int32_t *rows, int32_t n, int32_t *ids) {
   ctx_->make_current();
   const CUstream s = stream_->get();
   int32_t *out = out_pinned_.as<int32_t>();
-  bool ready = n <= head_rows_;  // after a graph replay the greedy ids are computed already
-  for (int32_t i = 0; ready && i < n; ++i) ready = rows[i] == i;
+  const bool ready = replayed(rows, n);  // the greedy ids are computed already
   for (int32_t i0 = 0; i0 < n; i0 += p_.max_logit_rows) {
     const int32_t m = std::min(p_.max_logit_rows, n - i0);
-    if (!ready) {
-      cuda::check(cuda::driver().cuMemcpyHtoDAsync(meta_.rows, rows + i0, size_t(m) * sizeof(int32_t), s),
-                  "cuMemcpyHtoDAsync(rows)");
-      head(meta_.rows, m, true);
-    }
+    if (!ready) head_of(rows + i0, m, true);
     cuda::check(cuda::driver().cuMemcpyDtoHAsync(out, ids_, size_t(m) * sizeof(int32_t), s), "cuMemcpyDtoHAsync(ids)");
     stream_->synchronize();
     std::copy_n(out, m, ids + i0);
@@ -449,15 +453,10 @@ void CudaDecoder::sample(const int32_t *rows, int32_t n, const cuda::SampleRow *
   ctx_->make_current();
   const CUstream s = stream_->get();
   const int64_t V = c_.vocab_size;
-  bool ready = n <= head_rows_;  // after a graph replay the logits of rows 0 .. head_rows_-1 are there
-  for (int32_t i = 0; ready && i < n; ++i) ready = rows[i] == i;
+  const bool ready = replayed(rows, n);
   for (int32_t i0 = 0; i0 < n; i0 += p_.max_logit_rows) {
     const int32_t m = std::min(p_.max_logit_rows, n - i0);
-    if (!ready) {
-      cuda::check(cuda::driver().cuMemcpyHtoDAsync(meta_.rows, rows + i0, size_t(m) * sizeof(int32_t), s),
-                  "cuMemcpyHtoDAsync(rows)");
-      head(meta_.rows, m, false);
-    }
+    if (!ready) head_of(rows + i0, m, false);
     // The previous chunk's copies have finished (synchronized below), so the staging area is free.
     std::copy_n(params + i0, m, sample_pinned_.as<cuda::SampleRow>());
     cuda::check(cuda::driver().cuMemcpyHtoDAsync(sample_rows_, sample_pinned_.as<cuda::SampleRow>(),

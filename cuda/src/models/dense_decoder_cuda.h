@@ -121,6 +121,10 @@ class CudaDecoder : public Decoder {
   // logits_(n, vocab) = lm_head(final_ rows gathered by the device row list `rows`); then, when
   // with_argmax, ids_/lps_ = their greedy token and logprob.
   void head(CUdeviceptr rows, int32_t n, bool with_argmax);
+  // Whether rows are 0 .. n-1 of the last graph replay, whose head already left their logits and greedy ids.
+  bool replayed(const int32_t *rows, int32_t n) const;
+  // head() over host row indices (m <= max_logit_rows): copies them up first.
+  void head_of(const int32_t *rows, int32_t m, bool with_argmax);
   // Fills the pinned staging area for a step (padded to n_pad rows/sequences) and copies it up.
   void stage(const ForwardBatch &b, int32_t n_pad);
   void capture_graphs();
