@@ -7,7 +7,9 @@
 //   node scripts/build-cuda.mjs --arch sm_90a    one target, for development (repeat --arch for more)
 //   node scripts/build-cuda.mjs --no-cuda        an empty kernel table (a CPU-only build), as without nvcc
 //   options: --jobs N (parallel nvcc runs; default: CPU count), --force (ignore up-to-date checks),
-//            --keep-going (report every failing file), --list-targets
+//            --keep-going (report every failing file), --list-targets, --experiments (also the kernels of
+//            experiments that are off by default, e.g. the fused-norm and early-load GEMVs: development and GPU
+//            check builds carry them, release builds do not, which keeps the shipped fatbin small)
 //   env: NVCC (path of nvcc; default: nvcc on PATH, else /usr/local/cuda/bin/nvcc)
 //
 // Without nvcc it writes an empty kernel table and exits 0: the addon still builds and runs on the CPU, and
@@ -31,7 +33,7 @@ const ALL_TARGETS = ['sm_80', 'sm_86', 'sm_89', 'sm_90a', 'sm_100a', 'sm_110', '
 const PTX = 'compute_80';  // JIT fallback for GPUs newer than every cubin
 
 function parseArgs(argv) {
-  const o = { arch: [], jobs: availableParallelism(), force: false, keepGoing: false, noCuda: false };
+  const o = { arch: [], jobs: availableParallelism(), force: false, keepGoing: false, noCuda: false, experiments: false };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     if (a === '--arch') o.arch.push(...argv[++i].split(','));
@@ -40,6 +42,7 @@ function parseArgs(argv) {
     else if (a === '--force') o.force = true;
     else if (a === '--keep-going') o.keepGoing = true;
     else if (a === '--no-cuda') o.noCuda = true;
+    else if (a === '--experiments') o.experiments = true;
     else if (a === '--list-targets') { console.log(ALL_TARGETS.join(' ') + ` + ${PTX} PTX`); process.exit(0); }
     else { console.error(`build-cuda: unknown argument ${a}`); process.exit(2); }
   }
@@ -122,7 +125,8 @@ if (!nvcc) {
 
 const targets = opts.arch.length ? opts.arch : ALL_TARGETS;
 const full = !opts.arch.length;
-const flags = ['-std=c++17', '-O3', '-fatbin', '--threads', '1', '-Xptxas=-warn-spills', ...gencodes(targets, full)];
+const flags = ['-std=c++17', '-O3', '-fatbin', '--threads', '1', '-Xptxas=-warn-spills', ...gencodes(targets, full),
+               ...(opts.experiments ? ['-DVT_CUDA_EXPERIMENTS=1'] : [])];
 const sources = readdirSync(srcDir).filter((f) => f.endsWith('.cu')).sort();
 const headers = readdirSync(srcDir).filter((f) => f.endsWith('.cuh')).map((f) => join(srcDir, f));
 const mtime = (p) => (existsSync(p) ? statSync(p).mtimeMs : -Infinity);

@@ -2,7 +2,8 @@
 # The GPU check: CUDA op tests and the CUDA op timings, on the GPU machine, from binaries built on the
 # development machine (the GPU machine builds nothing).
 #
-#   scripts/gpu-check.sh prepare [--arch sm_90a]   here: build the kernels (scripts/build-cuda.mjs) and the
+#   scripts/gpu-check.sh prepare [--arch sm_90a]   here: build the kernels (scripts/build-cuda.mjs, with the
+#                                                  experiments' kernels, so the switches can be A/B-timed) and the
 #                                                  test and bench binaries into .gpu-out/ (git-ignored through
 #                                                  .git/info/exclude; carry it to the GPU machine)
 #   scripts/gpu-check.sh [run] [--sanitize]        there: run test_cuda_ops (and, with --sanitize, a small set
@@ -25,7 +26,7 @@ prepare() {
   cd "$root"
   grep -qx '/.gpu-out/' .git/info/exclude 2>/dev/null || echo '/.gpu-out/' >> .git/info/exclude
   local t0=$SECONDS
-  node scripts/build-cuda.mjs "$@"
+  node scripts/build-cuda.mjs --experiments "$@"
   local objdir="$root/build/gpu-check/obj"
   mkdir -p "$out" "$objdir"
   local cxx=${CXX:-g++}

@@ -140,7 +140,9 @@ class CudaDecoder : public Decoder {
   // when every layer's products take the GEMV (bf16 weights, no gate/up biases); bitwise the same results. Off
   // by default: on the H200 at batch 1 it measured 1-3% faster on the Qwen3-0.6B shape and 4% slower on the 8B
   // shape (every block re-reads the residual row and norm weights, half its weight bytes again from L2, before
-  // its first products; bench/RESULTS.md), so it waits for a cheaper way to get the norm's scale.
+  // its first products; bench/RESULTS.md), so it waits for a cheaper way to get the norm's scale. Its kernels
+  // are only in builds with the experiments (scripts/build-cuda.mjs --experiments); elsewhere the switch is
+  // ignored (Ops::gemv_norm_fits says no).
   bool fused_norm_ = false;
   bool fused_step(int32_t T) const;
   // Declared first, destroyed last: every buffer below belongs to this context.

@@ -58,7 +58,7 @@ void Context::make_current() const { check(driver().cuCtxSetCurrent(ctx_), "cuCt
 
 void Context::synchronize() const { check(driver().cuCtxSynchronize(), "cuCtxSynchronize"); }
 
-CUfunction Context::function(const std::string &name) {
+CUfunction Context::find_function(const std::string &name) {
   if (auto it = functions_.find(name); it != functions_.end()) return it->second;
   for (auto &m : modules_) {
     CUfunction f = nullptr;
@@ -66,6 +66,11 @@ CUfunction Context::function(const std::string &name) {
     if (r == CUDA_SUCCESS) return functions_[name] = f;
     if (r != CUDA_ERROR_NOT_FOUND) check(r, "cuModuleGetFunction(" + name + ")");
   }
+  return nullptr;
+}
+
+CUfunction Context::function(const std::string &name) {
+  if (CUfunction f = find_function(name)) return f;
   fail(VT_ERR_INTERNAL, "CUDA kernel '" + name + "' is not in this build's kernel images (rebuild them with "
                         "scripts/build-cuda.mjs)");
 }

@@ -35,6 +35,8 @@ class Context {
 
   // The kernel `name` (an extern "C" entry point of some .cu file). Throws if no module has it.
   CUfunction function(const std::string &name);
+  // The same, or null when no module has it (kernels that only some builds carry, such as the experiments').
+  CUfunction find_function(const std::string &name);
 
   // Launches f with the given arguments, which must match the kernel's parameters exactly in type and
   // order. Launch errors throw; errors of the running kernel surface at the next synchronizing call.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 
 #include "status.h"
 
@@ -34,6 +35,11 @@ unsigned prefill_smem_bytes(int32_t head_dim) { return unsigned(4 * Ops::kPrefil
 
 Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   const std::string a = act_name(act);
+  // The GEMVs' early weight loads (gemv.cuh's EARLY, the *_early entry points): an experiment, only meaningful
+  // under PDL and only in builds that carry the experiments' kernels; picked once here.
+  if (const char *e = std::getenv("VT_CUDA_EARLY_LOADS"))
+    early_loads_ = ctx.pdl() && e[0] == '1' && ctx.find_function("vt_gemv_" + a + "_" + a + "_m1_early");
+  const std::string early = early_loads_ ? "_early" : "";
   for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
     embed_[0][int(dt)] = ctx.function(std::string("vt_embed_") + table_name(dt) + "_to_" + a);
     embed_[1][int(dt)] = ctx.function(std::string("vt_embed_") + table_name(dt) + "_to_f32");
@@ -55,10 +61,11 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
     for (int lm = 0; lm < 4; ++lm) {
       // fp32 activations have only an fp32 output; bf16 ones give bf16 or fp32 (logits).
       const std::string y = act == Act::F32 || yf ? "f32" : "bf16";
-      gemv_[yf][lm] = ctx.function("vt_gemv_" + a + "_" + y + "_m" + std::to_string(1 << lm));
+      gemv_[yf][lm] = ctx.function("vt_gemv_" + a + "_" + y + "_m" + std::to_string(1 << lm) + early);
     }
-  for (int lm = 0; lm < 4; ++lm) gemv_x32_[lm] = ctx.function("vt_gemv_f32_f32_m" + std::to_string(1 << lm));
-  for (int lm = 0; lm < 4; ++lm) gemv_swiglu_[lm] = ctx.function("vt_gemv_swiglu_" + a + "_m" + std::to_string(1 << lm));
+  for (int lm = 0; lm < 4; ++lm) gemv_x32_[lm] = ctx.function("vt_gemv_f32_f32_m" + std::to_string(1 << lm) + early);
+  for (int lm = 0; lm < 4; ++lm)
+    gemv_swiglu_[lm] = ctx.function("vt_gemv_swiglu_" + a + "_m" + std::to_string(1 << lm) + early);
   {
     int optin = 0;
     check(driver().cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx.device()),
@@ -67,17 +74,22 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
     // (block_sum's 128 bytes), or cuFuncSetAttribute refuses the value.
     smem_optin_ = std::max(0, optin - 1024);
   }
+  // The fused forms are an experiment too (VT_CUDA_FUSED_NORM): without them gemv_norm_fits says no.
+  fused_ = true;
   for (int lm = 0; lm < 4; ++lm) {
-    const std::string m = "_m" + std::to_string(1 << lm);
-    gemv_norm_[lm] = ctx.function("vt_gemv_norm_" + a + m);
-    gemv_swiglu_norm_[lm] = ctx.function("vt_gemv_swiglu_norm_" + a + m);
+    const std::string m = "_m" + std::to_string(1 << lm) + early;
+    gemv_norm_[lm] = ctx.find_function("vt_gemv_norm_" + a + m);
+    gemv_swiglu_norm_[lm] = ctx.find_function("vt_gemv_swiglu_norm_" + a + m);
+    for (int rf = 0; rf < 2; ++rf)
+      gemv_res_[rf][lm] = ctx.find_function("vt_gemv_res_" + a + "_" + (act == Act::F32 || rf ? "f32" : "bf16") + m);
+    fused_ = fused_ && gemv_norm_[lm] && gemv_swiglu_norm_[lm] && gemv_res_[0][lm] && gemv_res_[1][lm];
     // the normed rows live in dynamic shared memory: allow what the device allows (set once, never while capturing)
     for (CUfunction f : {gemv_norm_[lm], gemv_swiglu_norm_[lm]})
-      check(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(smem_optin_)),
-            "cuFuncSetAttribute(vt_gemv_norm" + m + ")");
-    for (int rf = 0; rf < 2; ++rf)
-      gemv_res_[rf][lm] = ctx.function("vt_gemv_res_" + a + "_" + (act == Act::F32 || rf ? "f32" : "bf16") + m);
+      if (f)
+        check(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(smem_optin_)),
+              "cuFuncSetAttribute(vt_gemv_norm" + m + ")");
   }
+
   for (int yf = 0; yf < 2; ++yf)
     for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
       const std::string y = act == Act::F32 || yf ? "f32" : "bf16";
@@ -214,7 +226,7 @@ Dim3 Ops::resident_grid(CUfunction f, int64_t groups, unsigned smem) const {
 
 bool Ops::gemv_norm_fits(int64_t M, int64_t K) const {
   const int64_t rows = M >= 8 ? 8 : M >= 4 ? 4 : M >= 2 ? 2 : 1;  // the largest chunk gemv_norm launches
-  return K > 0 && rows * K * int64_t(act_size(act_)) <= smem_optin_;
+  return fused_ && K > 0 && rows * K * int64_t(act_size(act_)) <= smem_optin_;
 }
 
 void Ops::gemv_norm(CUstream s, CUdeviceptr residual, int64_t M, int64_t K, CUdeviceptr norm_w, float eps,
@@ -255,7 +267,7 @@ void Ops::gemv_swiglu_norm(CUstream s, CUdeviceptr residual, int64_t M, int64_t 
 
 void Ops::gemv_residual(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, int64_t N, CUdeviceptr bias,
                         CUdeviceptr residual, bool round_f32) {
-  require(fits_int(K) && K > 0 && fits_int(N) && M >= 0, "gemv_residual shape");
+  require(fused_ && fits_int(K) && K > 0 && fits_int(N) && M >= 0, "gemv_residual shape (or a build without it)");
   if (M == 0 || N == 0) return;
   const int64_t as = int64_t(act_size(act_));
   const int k = int(K), n = int(N);

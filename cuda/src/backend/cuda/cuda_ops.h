@@ -87,8 +87,13 @@ class Ops {
   //   gemv_residual:    residual(M, N) += (x · wᵀ + bias) rounded to the activation type (fp32 when round_f32):
   //                     bitwise what gemv into a buffer + add_rmsnorm_res32's residual add leave.
   // The norm forms stage the normed rows in shared memory: gemv_norm_fits(M, K) says whether they fit this
-  // device (up to 8 rows of K activation elements per block); when not, use the separate kernels.
+  // device (up to 8 rows of K activation elements per block) and the build has them (they are an experiment:
+  // scripts/build-cuda.mjs --experiments); when not, use the separate kernels.
   bool gemv_norm_fits(int64_t M, int64_t K) const;
+  // Whether this Ops launches the GEMVs' *_early kernels (gemv.cuh's EARLY: first weight loads before the PDL
+  // wait): VT_CUDA_EARLY_LOADS=1 when it was built, under PDL. An experiment, off by default; same results.
+  bool early_loads() const { return early_loads_; }
+  bool fused_gemv_available() const { return fused_; }
   void gemv_norm(CUstream s, CUdeviceptr residual, int64_t M, int64_t K, CUdeviceptr norm_w, float eps, CUdeviceptr w,
                  int64_t N, CUdeviceptr bias, CUdeviceptr y);
   void gemv_swiglu_norm(CUstream s, CUdeviceptr residual, int64_t M, int64_t K, CUdeviceptr norm_w, float eps,
@@ -210,6 +215,8 @@ class Ops {
   CUfunction gemv_norm_[4], gemv_swiglu_norm_[4];  // [log2 M]
   CUfunction gemv_res_[2][4];   // [round_f32][log2 M]
   int64_t smem_optin_ = 0;      // the most dynamic shared memory one block may have on this device
+  bool early_loads_ = false;
+  bool fused_ = false;          // this build carries the fused GEMVs (scripts/build-cuda.mjs --experiments)
   Dim3 resident_grid(CUfunction f, int64_t groups, unsigned smem) const;
   CUfunction gemm_[2][3];       // [y_f32][weight DType]
   CUfunction gemm_x32_[3];      // fp32 x and y, [weight DType]

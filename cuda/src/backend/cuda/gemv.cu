@@ -2,15 +2,30 @@
 // (gemv) or ceil(I / 8) (swiglu):
 //   vt_gemv_<x dtype>_<y dtype>_m<M>(x, w, bias, y, K, N, vec)        y(M, N) = x · wᵀ + bias
 //   vt_gemv_swiglu_<act dtype>_m<M>(x, w_gate_up, y, K, I, vec)       y(M, I) = silu(x · gateᵀ) ⊙ (x · upᵀ)
+// and the decode step's fused forms (gemv.cuh), dynamic shared memory M * K activation elements for the norm:
+//   vt_gemv_norm_<act>_m<M>(residual, norm_w, eps, w, bias, y, K, N, vec)      y = rmsnorm(residual) · wᵀ + bias
+//   vt_gemv_swiglu_norm_<act>_m<M>(residual, norm_w, eps, w_gate_up, y, K, I, vec)
+//   vt_gemv_res_<x dtype>_<rounding>_m<M>(x, w, bias, residual, K, N, vec)    residual += round(x · wᵀ + bias)
+// Each also as <name>_early: the same kernel with gemv.cuh's EARLY weight loads (an experiment; Ops picks one
+// set when it is built). The fused forms and the _early ones are experiments, off by default: only builds with
+// --experiments (scripts/build-cuda.mjs; the GPU check's) carry them, and Ops does without them.
 #include "gemv.cuh"
 
 using namespace vtk;
 
-#define VT_GEMV(XS, X, YS, Y, M)                                                                            \
-  extern "C" __global__ void __launch_bounds__(256) vt_gemv_##XS##_##YS##_m##M(                              \
+#define VT_GEMV_E(XS, X, YS, Y, M, EARLY, SUF)                                                              \
+  extern "C" __global__ void __launch_bounds__(256) vt_gemv_##XS##_##YS##_m##M##SUF(                         \
       const X *x, const bf16 *w, const float *bias, Y *y, int K, int N, int vec) {                          \
-    gemv_rows<M, 1, X, Y>(x, w, bias, y, K, N, vec);                                                        \
+    gemv_rows<M, 1, X, Y, GemvOut::kStore, EARLY>(x, w, bias, y, K, N, vec);                                 \
   }
+// The experiments' kernels (scripts/build-cuda.mjs --experiments): the *_early forms and the fused-norm forms.
+#if VT_CUDA_EXPERIMENTS
+#define VT_EARLY(...) __VA_ARGS__
+#else
+#define VT_EARLY(...)
+#endif
+
+#define VT_GEMV(XS, X, YS, Y, M) VT_GEMV_E(XS, X, YS, Y, M, false, ) VT_EARLY(VT_GEMV_E(XS, X, YS, Y, M, true, _early))
 #define VT_GEMV_ALL_M(XS, X, YS, Y) VT_GEMV(XS, X, YS, Y, 1) VT_GEMV(XS, X, YS, Y, 2) VT_GEMV(XS, X, YS, Y, 4) \
   VT_GEMV(XS, X, YS, Y, 8)
 
@@ -18,45 +33,47 @@ VT_GEMV_ALL_M(f32, float, f32, float)
 VT_GEMV_ALL_M(bf16, bf16, bf16, bf16)
 VT_GEMV_ALL_M(bf16, bf16, f32, float)
 
-#define VT_GEMV_SWIGLU(XS, X, M)                                                                            \
-  extern "C" __global__ void __launch_bounds__(256) vt_gemv_swiglu_##XS##_m##M(                              \
+#define VT_GEMV_SWIGLU_E(XS, X, M, EARLY, SUF)                                                              \
+  extern "C" __global__ void __launch_bounds__(256) vt_gemv_swiglu_##XS##_m##M##SUF(                         \
       const X *x, const bf16 *w, X *y, int K, int I, int vec) {                                             \
-    gemv_rows<M, 2, X, X>(x, w, nullptr, y, K, I, vec);                                                     \
+    gemv_rows<M, 2, X, X, GemvOut::kStore, EARLY>(x, w, nullptr, y, K, I, vec);                              \
   }
+#define VT_GEMV_SWIGLU(XS, X, M) VT_GEMV_SWIGLU_E(XS, X, M, false, ) VT_EARLY(VT_GEMV_SWIGLU_E(XS, X, M, true, _early))
 #define VT_GEMV_SWIGLU_ALL_M(XS, X) VT_GEMV_SWIGLU(XS, X, 1) VT_GEMV_SWIGLU(XS, X, 2) VT_GEMV_SWIGLU(XS, X, 4) \
   VT_GEMV_SWIGLU(XS, X, 8)
 
 VT_GEMV_SWIGLU_ALL_M(f32, float)
 VT_GEMV_SWIGLU_ALL_M(bf16, bf16)
 
-// The decode step's fused forms (gemv.cuh), dynamic shared memory M * K activation elements:
-//   vt_gemv_norm_<act>_m<M>(residual, norm_w, eps, w, bias, y, K, N, vec)      y = rmsnorm(residual) · wᵀ + bias
-//   vt_gemv_swiglu_norm_<act>_m<M>(residual, norm_w, eps, w_gate_up, y, K, I, vec)
-//   vt_gemv_res_<x dtype>_<rounding>_m<M>(x, w, bias, residual, K, N, vec)    residual += round(x · wᵀ + bias)
-#define VT_GEMV_NORM(XS, X, M)                                                                              \
-  extern "C" __global__ void __launch_bounds__(256) vt_gemv_norm_##XS##_m##M(                                \
+#define VT_GEMV_NORM_E(XS, X, M, EARLY, SUF)                                                                \
+  extern "C" __global__ void __launch_bounds__(256) vt_gemv_norm_##XS##_m##M##SUF(                           \
       const float *residual, const float *norm_w, float eps, const bf16 *w, const float *bias, X *y, int K,  \
       int N, int vec) {                                                                                      \
-    gemv_norm_rows<M, 1, X>(residual, norm_w, eps, w, bias, y, K, N, vec);                                   \
+    gemv_norm_rows<M, 1, X, EARLY>(residual, norm_w, eps, w, bias, y, K, N, vec);                            \
   }                                                                                                          \
-  extern "C" __global__ void __launch_bounds__(256) vt_gemv_swiglu_norm_##XS##_m##M(                         \
+  extern "C" __global__ void __launch_bounds__(256) vt_gemv_swiglu_norm_##XS##_m##M##SUF(                    \
       const float *residual, const float *norm_w, float eps, const bf16 *w, X *y, int K, int I, int vec) {   \
-    gemv_norm_rows<M, 2, X>(residual, norm_w, eps, w, nullptr, y, K, I, vec);                                \
+    gemv_norm_rows<M, 2, X, EARLY>(residual, norm_w, eps, w, nullptr, y, K, I, vec);                         \
   }
+#define VT_GEMV_NORM(XS, X, M) VT_GEMV_NORM_E(XS, X, M, false, ) VT_GEMV_NORM_E(XS, X, M, true, _early)
 #define VT_GEMV_NORM_ALL_M(XS, X) VT_GEMV_NORM(XS, X, 1) VT_GEMV_NORM(XS, X, 2) VT_GEMV_NORM(XS, X, 4) \
   VT_GEMV_NORM(XS, X, 8)
 
+#if VT_CUDA_EXPERIMENTS
 VT_GEMV_NORM_ALL_M(f32, float)
 VT_GEMV_NORM_ALL_M(bf16, bf16)
 
-#define VT_GEMV_RES(XS, X, RS, RND, M)                                                                      \
-  extern "C" __global__ void __launch_bounds__(256) vt_gemv_res_##XS##_##RS##_m##M(                          \
+#define VT_GEMV_RES_E(XS, X, RS, RND, M, EARLY, SUF)                                                        \
+  extern "C" __global__ void __launch_bounds__(256) vt_gemv_res_##XS##_##RS##_m##M##SUF(                     \
       const X *x, const bf16 *w, const float *bias, float *residual, int K, int N, int vec) {               \
-    gemv_rows<M, 1, X, RND, GemvOut::kResidual>(x, w, bias, nullptr, K, N, vec, residual);                  \
+    gemv_rows<M, 1, X, RND, GemvOut::kResidual, EARLY>(x, w, bias, nullptr, K, N, vec, residual);           \
   }
+#define VT_GEMV_RES(XS, X, RS, RND, M) VT_GEMV_RES_E(XS, X, RS, RND, M, false, ) \
+  VT_GEMV_RES_E(XS, X, RS, RND, M, true, _early)
 #define VT_GEMV_RES_ALL_M(XS, X, RS, RND) VT_GEMV_RES(XS, X, RS, RND, 1) VT_GEMV_RES(XS, X, RS, RND, 2) \
   VT_GEMV_RES(XS, X, RS, RND, 4) VT_GEMV_RES(XS, X, RS, RND, 8)
 
 VT_GEMV_RES_ALL_M(f32, float, f32, float)
 VT_GEMV_RES_ALL_M(bf16, bf16, bf16, bf16)
 VT_GEMV_RES_ALL_M(bf16, bf16, f32, float)
+#endif  // VT_CUDA_EXPERIMENTS

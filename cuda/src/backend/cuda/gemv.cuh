@@ -153,13 +153,24 @@ __device__ __forceinline__ void gemv_warp(const X *__restrict__ x, const bf16 *_
 // The plain entry: launched with PDL (Ops::gemv), a warp may start while the previous kernel still runs; it
 // waits before reading x. (Prefetching weights into L2 before the wait measured slower on the H200: the whole
 // row cost the 8B decode step 20%, the first batch of loads 6%; bench/RESULTS.md.)
-template <int M, int R, class X, class Y, GemvOut OUT = GemvOut::kStore>
+//
+// EARLY (an experiment: the *_early entry points, which Ops picks with VT_CUDA_EARLY_LOADS=1; not yet measured):
+// each warp issues its first weight loads into registers before the wait instead (weights are never written by
+// a kernel, so they may be read while the previous one runs), so that the blocks that become resident during
+// the previous kernel's tail keep the memory system busy; unlike the L2 prefetch above, no byte is requested
+// twice. A separate instantiation, because the branch in one kernel raised the plain GEMV from 36 to 56
+// registers (fewer resident blocks) for everyone.
+template <int M, int R, class X, class Y, GemvOut OUT = GemvOut::kStore, bool EARLY = false>
 __device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *__restrict__ w,
                                           const float *__restrict__ bias, Y *__restrict__ y, int K, int N, int vec,
                                           float *__restrict__ residual = nullptr) {
   pdl_trigger();
-  pdl_wait();
-  gemv_warp<M, R, X, Y, OUT>(x, w, bias, y, K, N, vec, residual);
+  if constexpr (EARLY) {
+    gemv_warp<M, R, X, Y, OUT>(x, w, bias, y, K, N, vec, residual, [] { pdl_wait(); });
+  } else {
+    pdl_wait();
+    gemv_warp<M, R, X, Y, OUT>(x, w, bias, y, K, N, vec, residual);
+  }
 }
 
 // The RMSNorm fused in front of a product (the decode step's q|k|v and gate|up): every block first writes
@@ -190,19 +201,21 @@ __device__ __forceinline__ void rmsnorm_to_shared(const float *__restrict__ resi
   __syncthreads();
 }
 
-template <int M, int R, class X>
+template <int M, int R, class X, bool EARLY = false>
 __device__ __forceinline__ void gemv_norm_rows(const float *__restrict__ residual, const float *__restrict__ norm_w,
                                                float eps, const bf16 *__restrict__ w, const float *__restrict__ bias,
                                                X *__restrict__ y, int K, int N, int vec) {
   extern __shared__ uint4 gemv_smem[];  // 16-byte aligned, as the vector path's x loads need
   X *xs = reinterpret_cast<X *>(gemv_smem);
   pdl_trigger();
-  pdl_wait();
+  if constexpr (!EARLY) pdl_wait();
   // Launched with at most as many blocks as are resident at once (Ops::gemv_norm), each block normalizes once
   // and then takes row groups blockIdx.x, + gridDim.x, ...: the prologue is not paid again by later waves.
   const int groups = (N + (blockDim.x >> 5) - 1) / (blockDim.x >> 5);
-  gemv_warp<M, R, X, X>(xs, w, bias, y, K, N, vec, nullptr,
-                        [&] { rmsnorm_to_shared<M, X>(residual, norm_w, eps, K, xs); });
+  gemv_warp<M, R, X, X>(xs, w, bias, y, K, N, vec, nullptr, [&] {
+    if constexpr (EARLY) pdl_wait();  // the first weight loads are in flight already (gemv_rows' EARLY)
+    rmsnorm_to_shared<M, X>(residual, norm_w, eps, K, xs);
+  });
   for (int g = blockIdx.x + gridDim.x; g < groups; g += gridDim.x)
     gemv_warp<M, R, X, X>(xs, w, bias, y, K, N, vec, nullptr, NoPrologue{}, g);
 }
