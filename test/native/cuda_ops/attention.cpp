@@ -3,6 +3,65 @@
 
 namespace cuda_tests {
 
+// The rows of one attention case: sequences given as (query rows, first query position) → the batch's
+// q_start (n_seqs + 1) and pos0 (n_seqs), its T rows, the blocks each sequence's keys need (the most, at least
+// min_blocks, and the sum) and the longest key count of a sequence with query rows (at least 1).
+struct BatchLayout {
+  std::vector<int32_t> q_start, pos0;
+  int32_t T = 0, max_blocks = 0, total_blocks = 0, longest = 1;
+};
+BatchLayout layout_of(const std::vector<std::pair<int32_t, int32_t>> &seqs, int32_t bs, int32_t min_blocks) {
+  BatchLayout b;
+  const size_t n = seqs.size();
+  b.q_start.assign(n + 1, 0);
+  b.pos0.resize(n);
+  b.max_blocks = min_blocks;
+  for (size_t s = 0; s < n; ++s) {
+    b.q_start[s + 1] = b.q_start[s] + seqs[s].first;
+    b.pos0[s] = seqs[s].second;
+    const int32_t n_keys = seqs[s].second + seqs[s].first, nb = (n_keys + bs - 1) / bs;
+    b.max_blocks = std::max(b.max_blocks, nb);
+    b.total_blocks += nb;
+    if (seqs[s].first > 0) b.longest = std::max(b.longest, n_keys);
+  }
+  b.T = b.q_start.back();
+  return b;
+}
+
+// The caches of one attention case: sequences given as (query rows, first query position), each owning
+// ceil(keys / bs) blocks handed out in a shuffled order (so tables are not the identity), every key and value
+// random, and 3 spare blocks plus every slot past a sequence's keys NaN (a kernel reading them fails the check).
+struct PagedKv {
+  std::vector<int32_t> tables;  // (n_seqs, max_blocks), -1 past a sequence's blocks
+  std::vector<float> k, v;      // (n_blocks, bs, n_kv, hd)
+  int32_t n_blocks = 0;
+};
+PagedKv make_paged_kv(const std::vector<std::pair<int32_t, int32_t>> &seqs, int32_t n_kv, int32_t hd, int32_t bs,
+                      Act act, int32_t max_blocks, int32_t total_blocks) {
+  PagedKv kv;
+  const int32_t n_seqs = int32_t(seqs.size());
+  kv.n_blocks = total_blocks + 3;  // spares, never handed out: NaN throughout
+  std::vector<int32_t> perm(static_cast<size_t>(kv.n_blocks));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), g_rng);
+  kv.tables.assign(size_t(n_seqs) * size_t(max_blocks), -1);
+  const int64_t row = int64_t(n_kv) * hd;
+  kv.k.assign(size_t(kv.n_blocks) * size_t(bs) * size_t(row), NAN);
+  kv.v = kv.k;
+  int32_t next = 0;
+  for (int32_t s = 0; s < n_seqs; ++s) {
+    const int32_t n_keys = seqs[size_t(s)].second + seqs[size_t(s)].first;
+    for (int32_t b = 0; b < (n_keys + bs - 1) / bs; ++b) kv.tables[size_t(s * max_blocks + b)] = perm[size_t(next++)];
+    for (int32_t p = 0; p < n_keys; ++p) {
+      const int64_t slot = int64_t(kv.tables[size_t(s * max_blocks + p / bs)]) * bs + p % bs;
+      auto kr = rand_act(size_t(row), act, -2, 2), vr = rand_act(size_t(row), act, -1, 1);
+      std::copy(kr.begin(), kr.end(), kv.k.begin() + slot * row);
+      std::copy(vr.begin(), vr.end(), kv.v.begin() + slot * row);
+    }
+  }
+  return kv;
+}
+
 // One attention case: sequences given as (query rows, first query position).
 void test_attention_case(Env &env, cuda::Ops &ops, int32_t n_heads, int32_t n_kv, int32_t hd, int32_t bs,
                          const std::vector<std::pair<int32_t, int32_t>> &seqs, const char *label) {
@@ -12,35 +71,12 @@ void test_attention_case(Env &env, cuda::Ops &ops, int32_t n_heads, int32_t n_kv
                  n_heads, n_kv, hd, bs, seqs.size()),
              [&](std::string &why) {
                const int32_t n_seqs = int32_t(seqs.size());
-               std::vector<int32_t> q_start(size_t(n_seqs) + 1, 0), pos0(static_cast<size_t>(n_seqs));
-               int32_t max_blocks = 0, total_blocks = 0;
-               for (int32_t s = 0; s < n_seqs; ++s) {
-                 q_start[size_t(s) + 1] = q_start[size_t(s)] + seqs[size_t(s)].first;
-                 pos0[size_t(s)] = seqs[size_t(s)].second;
-                 const int32_t nb = (seqs[size_t(s)].second + seqs[size_t(s)].first + bs - 1) / bs;
-                 max_blocks = std::max(max_blocks, nb);
-                 total_blocks += nb;
-               }
-               const int32_t T = q_start.back();
-               // Blocks handed out in a shuffled order from a pool with spares; unused entries of the table are -1.
-               const int32_t n_blocks = total_blocks + 3;
-               std::vector<int32_t> perm(static_cast<size_t>(n_blocks));
-               std::iota(perm.begin(), perm.end(), 0);
-               std::shuffle(perm.begin(), perm.end(), g_rng);
-               std::vector<int32_t> tables(size_t(n_seqs) * size_t(max_blocks), -1);
-               const int64_t row = int64_t(n_kv) * hd;
-               std::vector<float> kc(size_t(n_blocks) * size_t(bs) * size_t(row), NAN), vc = kc;  // NaN: must not be read
-               int32_t next = 0;
-               for (int32_t s = 0; s < n_seqs; ++s) {
-                 const int32_t n_keys = seqs[size_t(s)].second + seqs[size_t(s)].first;
-                 for (int32_t b = 0; b < (n_keys + bs - 1) / bs; ++b) tables[size_t(s * max_blocks + b)] = perm[size_t(next++)];
-                 for (int32_t p = 0; p < n_keys; ++p) {
-                   const int64_t slot = int64_t(tables[size_t(s * max_blocks + p / bs)]) * bs + p % bs;
-                   auto kr = rand_act(size_t(row), act, -2, 2), vr = rand_act(size_t(row), act, -1, 1);
-                   std::copy(kr.begin(), kr.end(), kc.begin() + slot * row);
-                   std::copy(vr.begin(), vr.end(), vc.begin() + slot * row);
-                 }
-               }
+               const BatchLayout b = layout_of(seqs, bs, 0);
+               const std::vector<int32_t> &q_start = b.q_start, &pos0 = b.pos0;
+               const int32_t T = b.T, max_blocks = b.max_blocks;
+               const PagedKv kv = make_paged_kv(seqs, n_kv, hd, bs, act, max_blocks, b.total_blocks);
+               const std::vector<int32_t> &tables = kv.tables;
+               const std::vector<float> &kc = kv.k, &vc = kv.v;
                auto q = rand_act(size_t(T) * size_t(n_heads) * size_t(hd), act, -2, 2);
                const float scale = 1.0f / std::sqrt(float(hd));
 
@@ -94,40 +130,6 @@ void test_attention(Env &env, cuda::Ops &ops) {
 // from the GPU's SM count, so a batch of a few rows runs most rows in several splits (batch 1 at 4096 keys:
 // 32 on an H200) and a batch of 64 in one.
 
-// The caches of one attention case: sequences given as (query rows, first query position), each owning
-// ceil(keys / bs) blocks handed out in a shuffled order (so tables are not the identity), every key and value
-// random, and 3 spare blocks plus every slot past a sequence's keys NaN (a kernel reading them fails the check).
-struct PagedKv {
-  std::vector<int32_t> tables;  // (n_seqs, max_blocks), -1 past a sequence's blocks
-  std::vector<float> k, v;      // (n_blocks, bs, n_kv, hd)
-  int32_t n_blocks = 0;
-};
-PagedKv make_paged_kv(const std::vector<std::pair<int32_t, int32_t>> &seqs, int32_t n_kv, int32_t hd, int32_t bs,
-                      Act act, int32_t max_blocks, int32_t total_blocks) {
-  PagedKv kv;
-  const int32_t n_seqs = int32_t(seqs.size());
-  kv.n_blocks = total_blocks + 3;  // spares, never handed out: NaN throughout
-  std::vector<int32_t> perm(static_cast<size_t>(kv.n_blocks));
-  std::iota(perm.begin(), perm.end(), 0);
-  std::shuffle(perm.begin(), perm.end(), g_rng);
-  kv.tables.assign(size_t(n_seqs) * size_t(max_blocks), -1);
-  const int64_t row = int64_t(n_kv) * hd;
-  kv.k.assign(size_t(kv.n_blocks) * size_t(bs) * size_t(row), NAN);
-  kv.v = kv.k;
-  int32_t next = 0;
-  for (int32_t s = 0; s < n_seqs; ++s) {
-    const int32_t n_keys = seqs[size_t(s)].second + seqs[size_t(s)].first;
-    for (int32_t b = 0; b < (n_keys + bs - 1) / bs; ++b) kv.tables[size_t(s * max_blocks + b)] = perm[size_t(next++)];
-    for (int32_t p = 0; p < n_keys; ++p) {
-      const int64_t slot = int64_t(kv.tables[size_t(s * max_blocks + p / bs)]) * bs + p % bs;
-      auto kr = rand_act(size_t(row), act, -2, 2), vr = rand_act(size_t(row), act, -1, 1);
-      std::copy(kr.begin(), kr.end(), kv.k.begin() + slot * row);
-      std::copy(vr.begin(), vr.end(), kv.v.begin() + slot * row);
-    }
-  }
-  return kv;
-}
-
 struct DecodeCase {
   int32_t max_keys_extra = 0;  // max_keys = the longest row + this (the graph case: a bound, not the length)
   int32_t max_keys_cut = 0;    // max_keys = the longest row - this (past the contract's bound: still right)
@@ -140,17 +142,9 @@ void test_attention_decode_case(Env &env, cuda::Ops &ops, int32_t n_heads, int32
                                 DecodeCase opt = {}) {
   const Act act = ops.act();
   const int32_t n_seqs = int32_t(seqs.size());
-  std::vector<int32_t> q_start(size_t(n_seqs) + 1, 0), pos0(static_cast<size_t>(n_seqs));
-  int32_t max_blocks = 1, total_blocks = 0, longest = 1;
-  for (int32_t s = 0; s < n_seqs; ++s) {
-    q_start[size_t(s) + 1] = q_start[size_t(s)] + seqs[size_t(s)].first;
-    pos0[size_t(s)] = seqs[size_t(s)].second;
-    const int32_t n_keys = seqs[size_t(s)].second + seqs[size_t(s)].first;
-    max_blocks = std::max(max_blocks, (n_keys + bs - 1) / bs);
-    total_blocks += (n_keys + bs - 1) / bs;
-    if (seqs[size_t(s)].first > 0) longest = std::max(longest, n_keys);
-  }
-  const int32_t T = q_start.back();
+  const BatchLayout b = layout_of(seqs, bs, 1);
+  const std::vector<int32_t> &q_start = b.q_start, &pos0 = b.pos0;
+  const int32_t T = b.T, max_blocks = b.max_blocks, total_blocks = b.total_blocks, longest = b.longest;
   const int32_t max_keys = std::max(1, longest + opt.max_keys_extra - opt.max_keys_cut);
   const int32_t splits = ops.attention_splits(T, n_kv, max_keys);
   check_case(env,
@@ -293,17 +287,10 @@ void test_attention_prefill_case(Env &env, cuda::Ops &ops, int32_t n_heads, int3
                  n_kv, hd, bs, seqs.size(), q_pad ? " strided q" : "", uniform ? " uniform (q = 0)" : ""),
              [&](std::string &why) {
                const int32_t n_seqs = int32_t(seqs.size());
-               std::vector<int32_t> q_start(size_t(n_seqs) + 1, 0), pos0(static_cast<size_t>(n_seqs));
-               int32_t max_blocks = 1, total_blocks = 0;
-               for (int32_t s = 0; s < n_seqs; ++s) {
-                 q_start[size_t(s) + 1] = q_start[size_t(s)] + seqs[size_t(s)].first;
-                 pos0[size_t(s)] = seqs[size_t(s)].second;
-                 const int32_t nb = (seqs[size_t(s)].second + seqs[size_t(s)].first + bs - 1) / bs;
-                 max_blocks = std::max(max_blocks, nb);
-                 total_blocks += nb;
-               }
-               const int32_t T = q_start.back();
-               const PagedKv kv = make_paged_kv(seqs, n_kv, hd, bs, act, max_blocks, total_blocks);
+               const BatchLayout b = layout_of(seqs, bs, 1);
+               const std::vector<int32_t> &q_start = b.q_start, &pos0 = b.pos0;
+               const int32_t T = b.T, max_blocks = b.max_blocks;
+               const PagedKv kv = make_paged_kv(seqs, n_kv, hd, bs, act, max_blocks, b.total_blocks);
                const std::vector<int32_t> &tables = kv.tables;
                const std::vector<float> &kc = kv.k, &vc = kv.v;
                const int64_t width = int64_t(n_heads) * hd, stride = width + q_pad;
