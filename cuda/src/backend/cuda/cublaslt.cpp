@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/cuda/dl_symbols.h"
 #include "status.h"
 
 namespace vt::cuda {
@@ -113,29 +114,22 @@ std::vector<std::string> candidates() {
   return c;
 }
 
-template <class F>
-bool resolve(void *lib, F *&out, const char *name, std::string *missing) {
-  out = reinterpret_cast<F *>(dlsym(lib, name));
-  if (!out && missing->empty()) *missing = name;
-  return out != nullptr;
-}
-
 // Resolves every function from an opened library; empty string when all are there, else the first missing one.
 std::string resolve_all(void *lib, Lt &f) {
   std::string m;
-  resolve(lib, f.cublasLtCreate, "cublasLtCreate", &m);
-  resolve(lib, f.cublasLtDestroy, "cublasLtDestroy", &m);
-  resolve(lib, f.cublasLtGetVersion, "cublasLtGetVersion", &m);
-  resolve(lib, f.cublasLtMatmulDescCreate, "cublasLtMatmulDescCreate", &m);
-  resolve(lib, f.cublasLtMatmulDescDestroy, "cublasLtMatmulDescDestroy", &m);
-  resolve(lib, f.cublasLtMatmulDescSetAttribute, "cublasLtMatmulDescSetAttribute", &m);
-  resolve(lib, f.cublasLtMatrixLayoutCreate, "cublasLtMatrixLayoutCreate", &m);
-  resolve(lib, f.cublasLtMatrixLayoutDestroy, "cublasLtMatrixLayoutDestroy", &m);
-  resolve(lib, f.cublasLtMatmulPreferenceCreate, "cublasLtMatmulPreferenceCreate", &m);
-  resolve(lib, f.cublasLtMatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy", &m);
-  resolve(lib, f.cublasLtMatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute", &m);
-  resolve(lib, f.cublasLtMatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic", &m);
-  resolve(lib, f.cublasLtMatmul, "cublasLtMatmul", &m);
+  resolve(lib, f.cublasLtCreate, "cublasLtCreate", nullptr, &m);
+  resolve(lib, f.cublasLtDestroy, "cublasLtDestroy", nullptr, &m);
+  resolve(lib, f.cublasLtGetVersion, "cublasLtGetVersion", nullptr, &m);
+  resolve(lib, f.cublasLtMatmulDescCreate, "cublasLtMatmulDescCreate", nullptr, &m);
+  resolve(lib, f.cublasLtMatmulDescDestroy, "cublasLtMatmulDescDestroy", nullptr, &m);
+  resolve(lib, f.cublasLtMatmulDescSetAttribute, "cublasLtMatmulDescSetAttribute", nullptr, &m);
+  resolve(lib, f.cublasLtMatrixLayoutCreate, "cublasLtMatrixLayoutCreate", nullptr, &m);
+  resolve(lib, f.cublasLtMatrixLayoutDestroy, "cublasLtMatrixLayoutDestroy", nullptr, &m);
+  resolve(lib, f.cublasLtMatmulPreferenceCreate, "cublasLtMatmulPreferenceCreate", nullptr, &m);
+  resolve(lib, f.cublasLtMatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy", nullptr, &m);
+  resolve(lib, f.cublasLtMatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute", nullptr, &m);
+  resolve(lib, f.cublasLtMatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic", nullptr, &m);
+  resolve(lib, f.cublasLtMatmul, "cublasLtMatmul", nullptr, &m);
   f.cublasLtGetStatusName = reinterpret_cast<const char *(*)(cublasStatus_t)>(dlsym(lib, "cublasLtGetStatusName"));
   return m;
 }

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include "backend/cuda/dl_symbols.h"
 #include "backend/cuda/kernel_images.h"
 #include "status.h"
 
@@ -15,16 +16,6 @@ struct Loaded {
   Driver d{};
   Availability a;
 };
-
-// Looks up `name`, else `fallback` (an older unversioned export of the same ABI), into `out`.
-template <class F>
-bool resolve(void *lib, F *&out, const char *name, const char *fallback, std::string *missing) {
-  void *p = dlsym(lib, name);
-  if (!p && fallback) p = dlsym(lib, fallback);
-  out = reinterpret_cast<F *>(p);
-  if (!p && missing->empty()) *missing = name;
-  return p != nullptr;
-}
 
 std::string error_text(const Driver &d, CUresult r) {
   const char *name = nullptr, *text = nullptr;
