@@ -95,14 +95,22 @@ double bench_copy(Stream &s) {
   return 2.0 * bytes / us * 1e-3;  // GB/s
 }
 
-void bench_gemv(Context &ctx, Stream &s, Ops &ops, int64_t M, int64_t K, int64_t N, bool y_f32, const char *what) {
-  const size_t wbytes = size_t(N * K * 2);
-  const int copies = int(std::max<size_t>(2, (size_t(1) << 30) / wbytes + 1));  // >= 1 GiB in rotation
+// Enough random copies of a weight matrix of wbytes that launches rotating over them read >= 1 GiB before one
+// comes back: every launch then streams its weights from DRAM, not from the 60 MiB L2.
+std::vector<DeviceBuffer> rotated_weights(Stream &s, size_t wbytes) {
+  const int copies = int(std::max<size_t>(2, (size_t(1) << 30) / wbytes + 1));
   std::vector<DeviceBuffer> w;
   for (int c = 0; c < copies; ++c) {
     w.emplace_back(wbytes);
     fill_random(s, w.back(), uint64_t(c + 1));
   }
+  return w;
+}
+
+void bench_gemv(Context &ctx, Stream &s, Ops &ops, int64_t M, int64_t K, int64_t N, bool y_f32, const char *what) {
+  const size_t wbytes = size_t(N * K * 2);
+  const std::vector<DeviceBuffer> w = rotated_weights(s, wbytes);
+  const int copies = int(w.size());
   DeviceBuffer x(size_t(M * K * 2)), y(size_t(M * N * 4));
   fill_random(s, x, 99);
   const double us = median_us(s, [&](int i) {
@@ -118,12 +126,8 @@ void bench_gemv(Context &ctx, Stream &s, Ops &ops, int64_t M, int64_t K, int64_t
 // the weights rotated over >= 1 GiB of copies as for bench_gemv.
 void bench_gemv_swiglu(Stream &s, Ops &ops, int64_t M, int64_t K, int64_t I, const char *what) {
   const size_t wbytes = size_t(2 * I * K * 2);
-  const int copies = int(std::max<size_t>(2, (size_t(1) << 30) / wbytes + 1));
-  std::vector<DeviceBuffer> w;
-  for (int c = 0; c < copies; ++c) {
-    w.emplace_back(wbytes);
-    fill_random(s, w.back(), uint64_t(c + 1));
-  }
+  const std::vector<DeviceBuffer> w = rotated_weights(s, wbytes);
+  const int copies = int(w.size());
   DeviceBuffer x(size_t(M * K * 2)), y(size_t(M * I * 2));
   fill_random(s, x, 99);
   const double us = median_us(s, [&](int i) {
