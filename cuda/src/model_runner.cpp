@@ -60,13 +60,14 @@ void ModelRunner::run(const std::vector<ScheduledChunk> &plan) {
     no_processors = no_processors && !s.processors.active();
     top_n = std::max(top_n, std::min(s.sampling.logprobs, kMaxTop));
   }
-  results_.assign(size_t(n_rows), SampleResult{});
   has_tokens_ = false;
   if (all_greedy) {
     tokens_out_.resize(size_t(n_rows));
     has_tokens_ = model_->greedy(logit_rows_.data(), n_rows, tokens_out_.data());
-    if (has_tokens_)
+    if (has_tokens_) {
+      results_.assign(size_t(n_rows), SampleResult{});
       for (int32_t i = 0; i < n_rows; ++i) results_[size_t(i)].token = tokens_out_[size_t(i)];
+    }
   } else if (no_processors && model_->samples_on_device()) {
     sample_on_device(plan, top_n);
     has_tokens_ = true;
@@ -103,6 +104,7 @@ void ModelRunner::sample_on_device(const std::vector<ScheduledChunk> &plan, int3
   top_lps_.resize(n * size_t(top_n));
   model_->sample(logit_rows_.data(), int32_t(n), sample_params_.data(), top_n, tokens_out_.data(), sampled_lps_.data(),
                  top_ids_.data(), top_lps_.data());
+  results_.assign(n, SampleResult{});
   size_t i = 0;
   for (const auto &c : plan) {
     if (!c.sample) continue;

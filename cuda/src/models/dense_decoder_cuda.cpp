@@ -175,6 +175,10 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
     layers_.push_back(d);
     if (progress) progress(l + 1, c_.n_layers);
   }
+  // The fused norm path needs every layer's products on the GEMV (bf16 weights, no gate/up biases).
+  for (const DLayer &L : layers_)
+    for (const DMatrix *m : {&L.qkv, &L.o, &L.gate_up, &L.down})
+      if (m->dtype != DType::BF16 || L.gate_up_bias) fused_norm_ = false;
   final_norm_ = upload(w.final_norm);
   lm_head_ = w.lm_head.data == w.embed.data ? embed_ : upload(w.lm_head, ck);
   std::vector<float> inv_freq;
@@ -264,11 +268,7 @@ void CudaDecoder::stage(const ForwardBatch &b, int32_t n_pad) {
 }
 
 bool CudaDecoder::fused_step(int32_t T) const {
-  if (!fused_norm_ || T > gemv_rows_max() || !ops_->gemv_norm_fits(T, c_.hidden_size)) return false;
-  for (const DLayer &L : layers_)
-    for (const DMatrix *m : {&L.qkv, &L.o, &L.gate_up, &L.down})
-      if (m->dtype != DType::BF16 || L.gate_up_bias) return false;
-  return true;
+  return fused_norm_ && T <= gemv_rows_max() && ops_->gemv_norm_fits(T, c_.hidden_size);
 }
 
 void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi_row, int32_t n_tiles) {

@@ -143,7 +143,7 @@ class CudaDecoder : public Decoder {
   // its first products; bench/RESULTS.md), so it waits for a cheaper way to get the norm's scale. Its kernels
   // are only in builds with the experiments (scripts/build-cuda.mjs --experiments); elsewhere the switch is
   // ignored (Ops::gemv_norm_fits says no).
-  bool fused_norm_ = false;
+  bool fused_norm_ = false;  // the switch, cleared at load when a layer's products cannot all take the GEMV
   bool fused_step(int32_t T) const;
   // Declared first, destroyed last: every buffer below belongs to this context.
   std::unique_ptr<cuda::Context> ctx_;
