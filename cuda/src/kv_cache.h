@@ -22,8 +22,11 @@ class KvCache {
   int32_t block_size() const { return block_size_; }
   int64_t bytes() const { return bytes_; }
   int64_t resident_bytes() const;  // pages ever written (mincore)
-  static int64_t bytes_per_token(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim) {
-    return int64_t(n_layers) * 2 * n_kv_heads * head_dim * int64_t(sizeof(float));
+  // K and V of one token over every layer, elem_bytes per element (this cache's fp32 by default; the CUDA
+  // backend's cache is in its activation type, 2 bytes for bf16).
+  static int64_t bytes_per_token(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim,
+                                 int64_t elem_bytes = int64_t(sizeof(float))) {
+    return int64_t(n_layers) * 2 * n_kv_heads * head_dim * elem_bytes;
   }
 
  private:

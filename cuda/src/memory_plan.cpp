@@ -108,7 +108,7 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
   m.cuda = uses_cuda(p);
   // The CPU's KV cache is fp32; the GPU's is in the activation type (bf16 unless float32 was asked for).
   const int64_t kv_elem = m.cuda && p.dtype != VT_DTYPE_FLOAT32 ? 2 : 4;
-  m.kv_bytes_per_token = KvCache::bytes_per_token(c.n_layers, c.n_kv_heads, c.head_dim) / 4 * kv_elem;
+  m.kv_bytes_per_token = KvCache::bytes_per_token(c.n_layers, c.n_kv_heads, c.head_dim, kv_elem);
   const int64_t pool_tokens = p.kv_cache_bytes > 0 ? p.kv_cache_bytes / m.kv_bytes_per_token
                                                    : std::max<int64_t>(m.max_context, 4096);
   const int64_t n_blocks = pool_tokens / m.block_size;
