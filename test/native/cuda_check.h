@@ -198,6 +198,7 @@ void test_gemv_decode_shapes(Env &env, cuda::Ops &ops);
 void test_gemv_swiglu(Env &env, cuda::Ops &ops);
 void test_gemv_fused(Env &env, cuda::Ops &ops);
 void test_gemv_early(Env &env, cuda::Ops &ops);
+void test_gemv_add_norm(Env &env, cuda::Ops &ops);
 void test_kv_store(Env &env, cuda::Ops &ops);
 void test_rope_store(Env &env, cuda::Ops &ops);
 void test_argmax(Env &env, cuda::Ops &ops);

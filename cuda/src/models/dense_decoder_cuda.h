@@ -75,8 +75,8 @@ class CudaDecoder : public Decoder {
   void forward(const ForwardBatch &b) override;
   void project(const int32_t *rows, int32_t n, float *logits) override;
   bool greedy(const int32_t *rows, int32_t n, int32_t *ids) override;
-  // Ops::sample and Ops::top_logprobs on the rows' logits. Off unless VT_CUDA_SAMPLE=1 until golden_cuda's
-  // device-sampling check has passed on a GPU (the kernels' op tests have; this wiring has not run there yet).
+  // Ops::sample and Ops::top_logprobs on the rows' logits (unless VT_CUDA_SAMPLE=0: the host sampler). golden_cuda
+  // checks it against the host sampler: the same ids, logprobs within 1e-4, alone and batched.
   bool samples_on_device() const override { return sample_on_device_; }
   void sample(const int32_t *rows, int32_t n, const cuda::SampleRow *params, int32_t top_n, int32_t *ids,
               float *logprobs, int32_t *top_ids, float *top_lps) override;
@@ -112,6 +112,11 @@ class CudaDecoder : public Decoder {
   CUdeviceptr scratch(size_t elems, size_t elem_size);
   void linear(CUdeviceptr x, int32_t T, const DMatrix &m, CUdeviceptr bias, CUdeviceptr y, bool y_f32 = false,
               bool x_f32 = false);
+  // proj_ = linear(x) (o_proj or down_proj), then residual_ += proj_ and out = rmsnorm(residual_) * norm_w
+  // (the next product's input, or the final norm's fp32 rows): one launch when the GEMV takes the product
+  // (Ops::gemv_add_norm, unless VT_CUDA_TAIL_NORM=0), else the product and add_rmsnorm_res32.
+  void linear_add_norm(CUdeviceptr x, int32_t T, const DMatrix &m, CUdeviceptr bias, CUdeviceptr norm_w,
+                       CUdeviceptr out, bool out_f32);
   // Rows up to which bf16 products use the GEMV: beyond 4 it re-reads x per weight chunk and cuBLASLt (when
   // present) streams the weights faster; without cuBLASLt the GEMV still beats the tiled GEMM up to 8.
   int32_t gemv_rows_max() const { return blas_ ? 4 : 8; }
@@ -135,6 +140,8 @@ class CudaDecoder : public Decoder {
   CudaDecoderParams p_;
   float rope_scale_ = 1.f;
   bool sub_f32_ = false;  // o/down outputs fp32 (VT_CUDA_SUBLAYER_F32=1, debugging; bf16 activations only)
+  bool tail_norm_ = true;  // linear_add_norm's one-launch form (VT_CUDA_TAIL_NORM=0 is its null control)
+  CUdeviceptr ticket_ = 0;  // Ops::gemv_add_norm's ticket (zeroed at load)
   // VT_CUDA_FUSED_NORM=1: steps of up to gemv_rows_max() rows run each RMSNorm in the prologue of the product
   // after it and each residual add in the epilogue of the product before it (Ops::gemv_norm / gemv_residual),
   // when every layer's products take the GEMV (bf16 weights, no gate/up biases); bitwise the same results. Off
@@ -175,7 +182,7 @@ class CudaDecoder : public Decoder {
   CUdeviceptr sample_rows_ = 0;            // (max_logit_rows) cuda::SampleRow, the sampled rows' parameters
   CUdeviceptr top_ids_ = 0, top_lps_ = 0;  // (max_logit_rows, kMaxTopLogprobs) int32 / fp32
   static constexpr int32_t kMaxTopLogprobs = 20;
-  bool sample_on_device_ = false;
+  bool sample_on_device_ = true;
   CUdeviceptr attn_ws_ = 0;                // split-K decode attention partials, for up to attn_ws_rows_ rows
   int32_t attn_ws_rows_ = 0;
   size_t attn_ws_bytes_ = 0;

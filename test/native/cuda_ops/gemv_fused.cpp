@@ -2,8 +2,8 @@
 // they make is "bitwise what the separate kernels compute", so each is held to that with tolerance 0 against
 // rmsnorm_res32 + gemv / gemv_swiglu and gemv + add_rmsnorm_res32 (themselves checked against the CPU in
 // gemv.cpp and norms), and once more against the CPU within the op tolerance. And the GEMVs' *_early kernels
-// (VT_CUDA_EARLY_LOADS): the same bits as the plain ones, in a chain where each kernel reads what the one before
-// wrote while PDL lets it start early.
+// (the default under PDL; VT_CUDA_EARLY_LOADS=0 the plain ones): the same bits as the plain ones, in a chain where
+// each kernel reads what the one before wrote while PDL lets it start early.
 #include <cstdlib>
 
 #include "../cuda_check.h"
@@ -158,24 +158,22 @@ void test_gemv_fused(Env &env, cuda::Ops &ops) {
 
 void test_gemv_early(Env &env, cuda::Ops &ops) {
   const Act act = ops.act();
-  if (!ops.fused_gemv_available()) {
-    std::printf("skip gemv early loads[%s]: a build without the experiments' kernels\n", cuda::act_name(act));
-    return;
-  }
   const auto s = env.stream.get();
   const float eps = 1e-6f;
-  setenv("VT_CUDA_EARLY_LOADS", "1", 1);
-  cuda::Ops early(env.ctx, act);
+  // ops launches the *_early kernels (the default under PDL); `plain` the null control's.
+  setenv("VT_CUDA_EARLY_LOADS", "0", 1);
+  cuda::Ops plain(env.ctx, act);
   unsetenv("VT_CUDA_EARLY_LOADS");
+  const bool fused = ops.fused_gemv_available();
   struct Shape { int64_t M, H, N, I; };  // rows, hidden, q|k|v rows, intermediate
   const Shape shapes[] = {{1, 1024, 4096, 3072}, {3, 1024, 4096, 3072}, {1, 4096, 6144, 12288}, {2, 64, 40, 24}};
   for (const Shape &sh : shapes) {
     if (g_small && sh.H * sh.I > (1 << 21)) continue;
     const int64_t M = sh.M, H = sh.H, N = sh.N, I = sh.I;
     check_case(env,
-               fmt("gemv early loads[%s]%s M %lld hidden %lld: a layer's chain of every GEMV form, the same bits",
-                   cuda::act_name(act), early.early_loads() ? "" : " (no PDL here: the plain kernels)", (long long)M,
-                   (long long)H),
+               fmt("gemv early loads[%s]%s%s M %lld hidden %lld: a layer's chain of every GEMV form, the same bits",
+                   cuda::act_name(act), ops.early_loads() ? "" : " (no PDL here: the plain kernels)",
+                   fused ? "" : " (no fused-norm forms in this build)", (long long)M, (long long)H),
                [&](std::string &why) {
                  const auto res = rand_act(size_t(M * H), Act::F32, -3, 3);
                  const auto nw = rand_act(size_t(H), Act::F32, 0.5, 1.5);
@@ -183,31 +181,44 @@ void test_gemv_early(Env &env, cuda::Ops &ops) {
                  const auto wgu = rand_bf16_weights(size_t(2 * I * H)), wd = rand_bf16_weights(size_t(H * I));
                  DeviceBuffer dnw = upload_raw(nw), dqkv = upload_raw(wqkv), dwo = upload_raw(wo),
                               dgu = upload_raw(wgu), dwd = upload_raw(wd);
-                 // One layer's fused decode chain (each kernel reads what the previous one wrote), then a plain
-                 // gemv and gemv_swiglu on its outputs; every output downloaded.
+                 // One layer's decode chain (each kernel reads what the previous one wrote): the fused-norm forms
+                 // where the build has them, then gemv_add_norm, gemv_swiglu and gemv on their outputs; every
+                 // output downloaded.
                  auto layer = [&](cuda::Ops &o, std::vector<std::vector<float>> &out) {
                    Dev r = upload_act(res, Act::F32, 64);
                    Dev qkv = poisoned(size_t(M * N), act), a = poisoned(size_t(M * I), act);
-                   Dev y = poisoned(size_t(M * H), act), g = poisoned(size_t(M * I), act);
-                   o.gemv_norm(s, r.ptr(), M, H, dnw.ptr(), eps, dqkv.ptr(), N, 0, qkv.ptr());
-                   o.gemv_residual(s, qkv.ptr(), M, N, dwo.ptr(), H, 0, r.ptr());
-                   o.gemv_swiglu_norm(s, r.ptr(), M, H, dnw.ptr(), eps, dgu.ptr(), I, a.ptr());
-                   o.gemv_residual(s, a.ptr(), M, I, dwd.ptr(), H, 0, r.ptr());
-                   o.gemv(s, qkv.ptr(), M, N, dwo.ptr(), H, 0, y.ptr());
-                   o.gemv_swiglu(s, y.ptr(), M, H, dgu.ptr(), I, g.ptr());
+                   Dev y = poisoned(size_t(M * N), act), g = poisoned(size_t(M * I), act);
+                   Dev normed = poisoned(size_t(M * H), act), d = poisoned(size_t(M * H), act);
+                   DeviceBuffer ticket = upload_raw(std::vector<uint32_t>{0});
+                   if (fused) {
+                     o.gemv_norm(s, r.ptr(), M, H, dnw.ptr(), eps, dqkv.ptr(), N, 0, qkv.ptr());
+                     o.gemv_residual(s, qkv.ptr(), M, N, dwo.ptr(), H, 0, r.ptr());
+                     o.gemv_swiglu_norm(s, r.ptr(), M, H, dnw.ptr(), eps, dgu.ptr(), I, a.ptr());
+                     o.gemv_residual(s, a.ptr(), M, I, dwd.ptr(), H, 0, r.ptr());
+                   } else {
+                     o.rmsnorm_res32(s, r.ptr(), M, H, dnw.ptr(), eps, normed.ptr());
+                     o.gemv(s, normed.ptr(), M, H, dqkv.ptr(), N, 0, qkv.ptr());
+                     o.gemv_swiglu(s, normed.ptr(), M, H, dgu.ptr(), I, a.ptr());
+                   }
+                   o.gemv_add_norm(s, qkv.ptr(), M, N, dwo.ptr(), H, 0, d.ptr(), r.ptr(), dnw.ptr(), eps,
+                                   normed.ptr(), false, ticket.ptr());
+                   o.gemv_swiglu(s, normed.ptr(), M, H, dgu.ptr(), I, g.ptr());
+                   o.gemv_add_norm(s, g.ptr(), M, I, dwd.ptr(), H, 0, d.ptr(), r.ptr(), dnw.ptr(), eps,
+                                   normed.ptr(), false, ticket.ptr());
+                   o.gemv(s, normed.ptr(), M, H, dqkv.ptr(), N, 0, y.ptr());
                    bool all = true;
-                   for (const Dev *d : {&r, &qkv, &a, &y, &g}) {
+                   for (const Dev *dv : {&r, &qkv, &a, &y, &g, &normed, &d}) {
                      bool guard = false;
-                     out.push_back(download(*d, &guard));
+                     out.push_back(download(*dv, &guard));
                      all = all && guard;
                    }
                    return all;
                  };
-                 std::vector<std::vector<float>> plain, fast;
-                 if (!layer(ops, plain) || !layer(early, fast)) return why = "wrote past the end of an output", false;
-                 const char *names[] = {"residual", "q|k|v", "swiglu", "gemv", "gemv_swiglu"};
-                 for (size_t i = 0; i < plain.size(); ++i)
-                   if (!close(fast[i], plain[i], 0, true, &why)) return why = std::string(names[i]) + ": " + why, false;
+                 std::vector<std::vector<float>> slow, fast;
+                 if (!layer(plain, slow) || !layer(ops, fast)) return why = "wrote past the end of an output", false;
+                 const char *names[] = {"residual", "q|k|v", "swiglu", "gemv", "gemv_swiglu", "normed", "down"};
+                 for (size_t i = 0; i < slow.size(); ++i)
+                   if (!close(fast[i], slow[i], 0, true, &why)) return why = std::string(names[i]) + ": " + why, false;
                  return true;
                });
   }

@@ -31,6 +31,13 @@ template <class T> __device__ __forceinline__ T from_f32(float v);
 template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
 template <> __device__ __forceinline__ bf16 from_f32<bf16>(float v) { return f32_to_bf16(v); }
 
+// Reads through L2 only (ld.global.cg), skipping this SM's L1: for values other blocks of the same grid wrote
+// (gemv_add_norm's tail block reads the products every block stored).
+__device__ __forceinline__ float load_l2(const float *p) { return __ldcg(p); }
+__device__ __forceinline__ float load_l2(const bf16 *p) {
+  return to_f32(bf16{__ldcg(reinterpret_cast<const unsigned short *>(p))});
+}
+
 // Unpacks 8 bf16 held in a 16-byte vector.
 __device__ __forceinline__ void unpack_bf16x8(const uint4 v, float (&f)[8]) {
   f[0] = bf16_bits_to_f32(v.x & 0xffffu), f[1] = bf16_bits_to_f32(v.x >> 16);

@@ -35,10 +35,10 @@ unsigned prefill_smem_bytes(int32_t head_dim) { return unsigned(4 * Ops::kPrefil
 
 Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   const std::string a = act_name(act);
-  // The GEMVs' early weight loads (gemv.cuh's EARLY, the *_early entry points): an experiment, only meaningful
-  // under PDL and only in builds that carry the experiments' kernels; picked once here.
-  if (const char *e = std::getenv("VT_CUDA_EARLY_LOADS"))
-    early_loads_ = ctx.pdl() && e[0] == '1' && ctx.find_function("vt_gemv_" + a + "_" + a + "_m1_early");
+  // The GEMVs' early weight loads (gemv.cuh's EARLY, the *_early entry points): only meaningful under PDL;
+  // VT_CUDA_EARLY_LOADS=0 is the null control (the plain kernels). Picked once here.
+  const char *early_env = std::getenv("VT_CUDA_EARLY_LOADS");
+  early_loads_ = ctx.pdl() && !(early_env && early_env[0] == '0');
   const std::string early = early_loads_ ? "_early" : "";
   for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
     embed_[0][int(dt)] = ctx.function(std::string("vt_embed_") + table_name(dt) + "_to_" + a);
@@ -66,6 +66,10 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   for (int lm = 0; lm < 4; ++lm) gemv_x32_[lm] = ctx.function("vt_gemv_f32_f32_m" + std::to_string(1 << lm) + early);
   for (int lm = 0; lm < 4; ++lm)
     gemv_swiglu_[lm] = ctx.function("vt_gemv_swiglu_" + a + "_m" + std::to_string(1 << lm) + early);
+  for (int of = 0; of < 2; ++of)
+    for (int lm = 0; lm < 4; ++lm)
+      gemv_add_norm_[of][lm] = ctx.function("vt_gemv_add_norm_" + a + "_" + (act == Act::F32 || of ? "f32" : a) +
+                                            "_m" + std::to_string(1 << lm) + early);
   {
     int optin = 0;
     check(driver().cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx.device()),
@@ -194,6 +198,23 @@ void Ops::gemv(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, i
     const int lm = gemv_chunk_log2(M - m0);
     const CUdeviceptr xm = x + CUdeviceptr(m0 * K * int64_t(xs)), ym = y + CUdeviceptr(m0 * N * int64_t(ys));
     ctx_.launch_pdl(x_f32 ? gemv_x32_[lm] : gemv_[y_f32 ? 1 : 0][lm], grid, {kGemvThreads}, 0, s, xm, w, bias, ym, k, n, vec);
+    m0 += int64_t(1) << lm;
+  }
+}
+
+void Ops::gemv_add_norm(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, int64_t N, CUdeviceptr bias,
+                        CUdeviceptr y, CUdeviceptr residual, CUdeviceptr norm_w, float eps, CUdeviceptr out,
+                        bool out_f32, CUdeviceptr ticket) {
+  require(fits_int(K) && K > 0 && fits_int(N) && N > 0 && M >= 0 && ticket, "gemv_add_norm shape");
+  if (M == 0) return;
+  const int64_t as = int64_t(act_size(act_)), os = act_ == Act::F32 || out_f32 ? 4 : as;
+  const int k = int(K), n = int(N);
+  const int vec = K % 8 == 0 && w % 16 == 0 && x % 16 == 0;  // as for gemv
+  for (int64_t m0 = 0; m0 < M;) {
+    const int lm = gemv_chunk_log2(M - m0);
+    ctx_.launch_pdl(gemv_add_norm_[out_f32 ? 1 : 0][lm], gemv_grid(ctx_, N), {kGemvThreads}, 0, s,
+                    x + CUdeviceptr(m0 * K * as), w, bias, y + CUdeviceptr(m0 * N * as), k, n, vec,
+                    residual + CUdeviceptr(m0 * N * 4), norm_w, eps, out + CUdeviceptr(m0 * N * os), ticket);
     m0 += int64_t(1) << lm;
   }
 }

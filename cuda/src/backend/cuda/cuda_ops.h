@@ -91,8 +91,16 @@ class Ops {
   // scripts/build-cuda.mjs --experiments); when not, use the separate kernels.
   bool gemv_norm_fits(int64_t M, int64_t K) const;
   // Whether this Ops launches the GEMVs' *_early kernels (gemv.cuh's EARLY: first weight loads before the PDL
-  // wait): VT_CUDA_EARLY_LOADS=1 when it was built, under PDL. An experiment, off by default; same results.
+  // wait; same results): under PDL unless VT_CUDA_EARLY_LOADS=0 (the null control; bench/RESULTS.md).
   bool early_loads() const { return early_loads_; }
+
+  // gemv (bf16 w, M rows in chunks as gemv; y in the activation type) followed, in the same launch, by
+  // add_rmsnorm_res32(residual, y, M, N, norm_w, eps, out, out_f32): the same bits as those two calls, one launch
+  // (gemv.cuh's gemv_add_norm_rows). ticket: 4 bytes of device memory, zero before the first call (each call
+  // leaves it so); calls that share one must be on one stream.
+  void gemv_add_norm(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, int64_t N, CUdeviceptr bias,
+                     CUdeviceptr y, CUdeviceptr residual, CUdeviceptr norm_w, float eps, CUdeviceptr out,
+                     bool out_f32, CUdeviceptr ticket);
   bool fused_gemv_available() const { return fused_; }
   void gemv_norm(CUstream s, CUdeviceptr residual, int64_t M, int64_t K, CUdeviceptr norm_w, float eps, CUdeviceptr w,
                  int64_t N, CUdeviceptr bias, CUdeviceptr y);
@@ -214,6 +222,7 @@ class Ops {
   CUfunction gemv_swiglu_[4];   // [log2 M]
   CUfunction gemv_norm_[4], gemv_swiglu_norm_[4];  // [log2 M]
   CUfunction gemv_res_[2][4];   // [round_f32][log2 M]
+  CUfunction gemv_add_norm_[2][4];  // [out_f32][log2 M]
   int64_t smem_optin_ = 0;      // the most dynamic shared memory one block may have on this device
   bool early_loads_ = false;
   bool fused_ = false;          // this build carries the fused GEMVs (scripts/build-cuda.mjs --experiments)

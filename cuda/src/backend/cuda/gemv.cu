@@ -6,9 +6,10 @@
 //   vt_gemv_norm_<act>_m<M>(residual, norm_w, eps, w, bias, y, K, N, vec)      y = rmsnorm(residual) · wᵀ + bias
 //   vt_gemv_swiglu_norm_<act>_m<M>(residual, norm_w, eps, w_gate_up, y, K, I, vec)
 //   vt_gemv_res_<x dtype>_<rounding>_m<M>(x, w, bias, residual, K, N, vec)    residual += round(x · wᵀ + bias)
-// Each also as <name>_early: the same kernel with gemv.cuh's EARLY weight loads (an experiment; Ops picks one
-// set when it is built). The fused forms and the _early ones are experiments, off by default: only builds with
-// --experiments (scripts/build-cuda.mjs; the GPU check's) carry them, and Ops does without them.
+// Each also as <name>_early: the same kernel with gemv.cuh's EARLY weight loads (Ops picks one set when it is
+// built: the _early ones under PDL unless VT_CUDA_EARLY_LOADS=0, the plain ones are that switch's null control).
+// The fused-norm forms are an experiment, off by default: only builds with --experiments (scripts/build-cuda.mjs;
+// the GPU check's) carry them, and Ops does without them.
 #include "gemv.cuh"
 
 using namespace vtk;
@@ -18,14 +19,7 @@ using namespace vtk;
       const X *x, const bf16 *w, const float *bias, Y *y, int K, int N, int vec) {                          \
     gemv_rows<M, 1, X, Y, GemvOut::kStore, EARLY>(x, w, bias, y, K, N, vec);                                 \
   }
-// The experiments' kernels (scripts/build-cuda.mjs --experiments): the *_early forms and the fused-norm forms.
-#if VT_CUDA_EXPERIMENTS
-#define VT_EARLY(...) __VA_ARGS__
-#else
-#define VT_EARLY(...)
-#endif
-
-#define VT_GEMV(XS, X, YS, Y, M) VT_GEMV_E(XS, X, YS, Y, M, false, ) VT_EARLY(VT_GEMV_E(XS, X, YS, Y, M, true, _early))
+#define VT_GEMV(XS, X, YS, Y, M) VT_GEMV_E(XS, X, YS, Y, M, false, ) VT_GEMV_E(XS, X, YS, Y, M, true, _early)
 #define VT_GEMV_ALL_M(XS, X, YS, Y) VT_GEMV(XS, X, YS, Y, 1) VT_GEMV(XS, X, YS, Y, 2) VT_GEMV(XS, X, YS, Y, 4) \
   VT_GEMV(XS, X, YS, Y, 8)
 
@@ -38,12 +32,30 @@ VT_GEMV_ALL_M(bf16, bf16, f32, float)
       const X *x, const bf16 *w, X *y, int K, int I, int vec) {                                             \
     gemv_rows<M, 2, X, X, GemvOut::kStore, EARLY>(x, w, nullptr, y, K, I, vec);                              \
   }
-#define VT_GEMV_SWIGLU(XS, X, M) VT_GEMV_SWIGLU_E(XS, X, M, false, ) VT_EARLY(VT_GEMV_SWIGLU_E(XS, X, M, true, _early))
+#define VT_GEMV_SWIGLU(XS, X, M) VT_GEMV_SWIGLU_E(XS, X, M, false, ) VT_GEMV_SWIGLU_E(XS, X, M, true, _early)
 #define VT_GEMV_SWIGLU_ALL_M(XS, X) VT_GEMV_SWIGLU(XS, X, 1) VT_GEMV_SWIGLU(XS, X, 2) VT_GEMV_SWIGLU(XS, X, 4) \
   VT_GEMV_SWIGLU(XS, X, 8)
 
 VT_GEMV_SWIGLU_ALL_M(f32, float)
 VT_GEMV_SWIGLU_ALL_M(bf16, bf16)
+
+// o_proj / down_proj with the residual add + RMSNorm after them (gemv.cuh's gemv_add_norm_rows), out the next
+// product's input (the activation type) or the lm_head's (fp32, the final norm):
+//   vt_gemv_add_norm_<act>_<out>_m<M>(x, w, bias, y, K, N, vec, residual, norm_w, eps, out, ticket)
+#define VT_GEMV_ADD_NORM_E(XS, X, OS, O, M, EARLY, SUF)                                                     \
+  extern "C" __global__ void __launch_bounds__(256) vt_gemv_add_norm_##XS##_##OS##_m##M##SUF(                \
+      const X *x, const bf16 *w, const float *bias, X *y, int K, int N, int vec, float *residual,           \
+      const float *norm_w, float eps, O *out, unsigned *ticket) {                                            \
+    gemv_add_norm_rows<M, X, O, EARLY>(x, w, bias, y, K, N, vec, residual, norm_w, eps, out, ticket);        \
+  }
+#define VT_GEMV_ADD_NORM(XS, X, OS, O, M) VT_GEMV_ADD_NORM_E(XS, X, OS, O, M, false, ) \
+  VT_GEMV_ADD_NORM_E(XS, X, OS, O, M, true, _early)
+#define VT_GEMV_ADD_NORM_ALL_M(XS, X, OS, O) VT_GEMV_ADD_NORM(XS, X, OS, O, 1) VT_GEMV_ADD_NORM(XS, X, OS, O, 2) \
+  VT_GEMV_ADD_NORM(XS, X, OS, O, 4) VT_GEMV_ADD_NORM(XS, X, OS, O, 8)
+
+VT_GEMV_ADD_NORM_ALL_M(f32, float, f32, float)
+VT_GEMV_ADD_NORM_ALL_M(bf16, bf16, bf16, bf16)
+VT_GEMV_ADD_NORM_ALL_M(bf16, bf16, f32, float)
 
 #define VT_GEMV_NORM_E(XS, X, M, EARLY, SUF)                                                                \
   extern "C" __global__ void __launch_bounds__(256) vt_gemv_norm_##XS##_m##M##SUF(                           \
