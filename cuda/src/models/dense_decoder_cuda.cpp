@@ -98,8 +98,8 @@ CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const C
   // Every buffer the constructor allocates (scratch() and the rest): the fp32 residual stream, the final normed
   // rows (fp32, apart from normed_ with bf16 activations) and the gathered lm_head rows; q|k|v, attention
   // output, gate|up and the SwiGLU product; logits, greedy ids and logprobs; attention partials; the step's
-  // integers and the row list; gemv_add_norm's ticket (scratch's 16-byte minimum); cuBLASLt's workspace.
-  ws.total = 16 + as * T * (H + QKV + QD + I + 2 * I) + ps * T * H + 4 * T * H + (as == 2 ? 4 * T * H : 0) + 4 * R * H +
+  // integers and the row list; cuBLASLt's workspace.
+  ws.total = as * T * (H + QKV + QD + I + 2 * I) + ps * T * H + 4 * T * H + (as == 2 ? 4 * T * H : 0) + 4 * R * H +
              as * R * H + R * V * 4 + 8 * R + ws.attn_bytes + int64_t(ws.meta_elems) * 4 + 4 * R +
              int64_t(sizeof(cuda::SampleRow)) * R + 8 * kMaxTopLogprobs * R +
              (with_blas ? int64_t(cuda::CublasLt::kWorkspaceBytes) : 0);
@@ -118,7 +118,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // tensor-core prefill kernel); VT_CUDA_CUBLASLT=0 (own GEMM kernels only).
   if (const char *e = std::getenv("VT_CUDA_ATTN")) attn_mode_ = e;
   if (const char *e = std::getenv("VT_CUDA_FUSED_NORM")) fused_norm_ = e[0] == '1';
-  if (const char *e = std::getenv("VT_CUDA_TAIL_NORM")) tail_norm_ = e[0] != '0';
+  if (const char *e = std::getenv("VT_CUDA_ROPE_ATTN")) rope_in_attn_ = e[0] != '0';
   // Sampled rows are picked on the GPU; VT_CUDA_SAMPLE=0 sends their logits to the host sampler instead.
   if (const char *e = std::getenv("VT_CUDA_SAMPLE")) sample_on_device_ = e[0] != '0';
   if (c_.vocab_size > cuda::Ops::kSampleMaxVocab) sample_on_device_ = false;
@@ -201,8 +201,6 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // Zeroed once: its tickets must start at zero (every attention_decode call leaves them so).
   cuda::check(cuda::driver().cuMemsetD8Async(attn_ws_, 0, std::max<size_t>(attn_ws_bytes_, 16), stream_->get()),
               "cuMemsetD8Async(attention workspace)");
-  ticket_ = scratch(1, 4);  // likewise (gemv_add_norm)
-  cuda::check(cuda::driver().cuMemsetD8Async(ticket_, 0, 16, stream_->get()), "cuMemsetD8Async(ticket)");
   meta_buf_ = cuda::DeviceBuffer(meta_elems_ * 4);
   workspace_bytes_ += int64_t(meta_buf_.bytes()) + (blas_ ? blas_->workspace_bytes() : 0);
   meta_pinned_ = cuda::PinnedBuffer(meta_elems_ * 4);
@@ -239,18 +237,6 @@ void CudaDecoder::linear(CUdeviceptr x, int32_t T, const DMatrix &m, CUdeviceptr
     blas_->matmul(s, x, T, m.cols, m.ptr, m.rows, y, y_f32);
   else
     ops_->gemm(s, x, T, m.cols, m.ptr, m.dtype, m.rows, bias, y, y_f32, x_f32);
-}
-
-void CudaDecoder::linear_add_norm(CUdeviceptr x, int32_t T, const DMatrix &m, CUdeviceptr bias, CUdeviceptr norm_w,
-                                  CUdeviceptr out, bool out_f32) {
-  const CUstream s = stream_->get();
-  if (tail_norm_ && !sub_f32_ && m.dtype == DType::BF16 && T <= gemv_rows_max()) {
-    ops_->gemv_add_norm(s, x, T, m.cols, m.ptr, m.rows, bias, proj_, residual_, norm_w, c_.rms_norm_eps, out, out_f32,
-                        ticket_);
-    return;
-  }
-  linear(x, T, m, bias, proj_, sub_f32_);
-  ops_->add_rmsnorm_res32(s, residual_, proj_, sub_f32_, T, c_.hidden_size, norm_w, c_.rms_norm_eps, out, out_f32);
 }
 
 void CudaDecoder::stage(const ForwardBatch &b, int32_t n_pad) {
@@ -311,12 +297,16 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
       ops_->gemv_norm(s, residual_, T, H, L.attn_norm, eps, L.qkv.ptr, L.qkv.rows, L.qkv_bias, qkv_);
     else
       linear(normed_, T, L.qkv, L.qkv_bias, qkv_);
-    // RoPE on q and k (after Qwen3's per-head norm when it has one), then k and v into the cache.
-    ops_->rope_store(s, qkv_, T, c_.n_heads, c_.n_kv_heads, c_.head_dim, meta_.positions, inv_freq_, rope_scale_,
-                     L.q_norm, L.k_norm, eps, meta_.slots, k_cache(l), v_cache(l));
+    // RoPE on q and k (after Qwen3's per-head norm when it has one), then k and v into the cache: in the decode
+    // attention's launch when every row is its sequence's only one (VT_CUDA_ROPE_ATTN=0: its own launch).
+    const cuda::DecodeRope rope{meta_.positions, inv_freq_, rope_scale_, L.q_norm, L.k_norm, eps, meta_.slots};
+    const bool rope_in_attn = attn == kDecode && !multi_row && rope_in_attn_;
+    if (!rope_in_attn)
+      ops_->rope_store(s, qkv_, T, c_.n_heads, c_.n_kv_heads, c_.head_dim, meta_.positions, inv_freq_, rope_scale_,
+                       L.q_norm, L.k_norm, eps, meta_.slots, k_cache(l), v_cache(l));
     if (attn == kDecode)
       ops_->attention_decode(s, qkv_, QKV, k_cache(l), v_cache(l), da, T, c_.n_heads, c_.n_kv_heads, c_.head_dim,
-                             scale, max_keys, attn_ws_, attn_ws_bytes_, attn_);
+                             scale, max_keys, attn_ws_, attn_ws_bytes_, attn_, rope_in_attn ? &rope : nullptr);
     else if (attn == kPrefill)
       ops_->attention_prefill(s, qkv_, QKV, k_cache(l), v_cache(l), da, T, c_.n_heads, c_.n_kv_heads, c_.head_dim,
                               scale, meta_buf_.ptr() + 4 * CUdeviceptr(tiles_off_), n_tiles, attn_);
@@ -330,19 +320,21 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
       if (l + 1 == c_.n_layers) ops_->rmsnorm_res32(s, residual_, T, H, final_norm_, eps, final_, /*out_f32=*/true);
       continue;
     }
-    // residual += o(attention output); normed = post_attention_layernorm(residual)
-    linear_add_norm(attn_, T, L.o, L.o_bias, L.mlp_norm, normed_, false);
+    linear(attn_, T, L.o, L.o_bias, proj_, sub_f32_);
+    // residual += attention output; normed = post_attention_layernorm(residual)
+    ops_->add_rmsnorm_res32(s, residual_, proj_, sub_f32_, T, H, L.mlp_norm, eps, normed_, false);
     if (L.gate_up.dtype == DType::BF16 && T <= gemv_rows_max() && !L.gate_up_bias) {
       ops_->gemv_swiglu(s, normed_, T, H, L.gate_up.ptr, I, act_);
     } else {
       linear(normed_, T, L.gate_up, L.gate_up_bias, gate_up_);
       ops_->silu_mul(s, gate_up_, gate_up_ + CUdeviceptr(I * int64_t(as)), T, I, 2 * I, act_);
     }
-    // residual += down(mlp); normed = next layer's input_layernorm, or the final norm (fp32, into final_)
+    linear(act_, T, L.down, L.down_bias, proj_, sub_f32_);
+    // residual += mlp output; normed = next layer's input_layernorm, or the final norm (fp32, into final_)
     if (l + 1 < c_.n_layers)
-      linear_add_norm(act_, T, L.down, L.down_bias, layers_[l + 1].attn_norm, normed_, false);
+      ops_->add_rmsnorm_res32(s, residual_, proj_, sub_f32_, T, H, layers_[l + 1].attn_norm, eps, normed_, false);
     else
-      linear_add_norm(act_, T, L.down, L.down_bias, final_norm_, final_, true);
+      ops_->add_rmsnorm_res32(s, residual_, proj_, sub_f32_, T, H, final_norm_, eps, final_, true);
   }
 }
 

@@ -112,11 +112,6 @@ class CudaDecoder : public Decoder {
   CUdeviceptr scratch(size_t elems, size_t elem_size);
   void linear(CUdeviceptr x, int32_t T, const DMatrix &m, CUdeviceptr bias, CUdeviceptr y, bool y_f32 = false,
               bool x_f32 = false);
-  // proj_ = linear(x) (o_proj or down_proj), then residual_ += proj_ and out = rmsnorm(residual_) * norm_w
-  // (the next product's input, or the final norm's fp32 rows): one launch when the GEMV takes the product
-  // (Ops::gemv_add_norm, unless VT_CUDA_TAIL_NORM=0), else the product and add_rmsnorm_res32.
-  void linear_add_norm(CUdeviceptr x, int32_t T, const DMatrix &m, CUdeviceptr bias, CUdeviceptr norm_w,
-                       CUdeviceptr out, bool out_f32);
   // Rows up to which bf16 products use the GEMV: beyond 4 it re-reads x per weight chunk and cuBLASLt (when
   // present) streams the weights faster; without cuBLASLt the GEMV still beats the tiled GEMM up to 8.
   int32_t gemv_rows_max() const { return blas_ ? 4 : 8; }
@@ -140,8 +135,9 @@ class CudaDecoder : public Decoder {
   CudaDecoderParams p_;
   float rope_scale_ = 1.f;
   bool sub_f32_ = false;  // o/down outputs fp32 (VT_CUDA_SUBLAYER_F32=1, debugging; bf16 activations only)
-  bool tail_norm_ = true;  // linear_add_norm's one-launch form (VT_CUDA_TAIL_NORM=0 is its null control)
-  CUdeviceptr ticket_ = 0;  // Ops::gemv_add_norm's ticket (zeroed at load)
+  // Decode steps fold RoPE + KV store into the attention's launch (Ops::attention_decode's rope; one launch a
+  // layer fewer); VT_CUDA_ROPE_ATTN=0 is the null control.
+  bool rope_in_attn_ = true;
   // VT_CUDA_FUSED_NORM=1: steps of up to gemv_rows_max() rows run each RMSNorm in the prologue of the product
   // after it and each residual add in the epilogue of the product before it (Ops::gemv_norm / gemv_residual),
   // when every layer's products take the GEMV (bf16 weights, no gate/up biases); bitwise the same results. Off

@@ -182,14 +182,13 @@ void test_gemv_early(Env &env, cuda::Ops &ops) {
                  DeviceBuffer dnw = upload_raw(nw), dqkv = upload_raw(wqkv), dwo = upload_raw(wo),
                               dgu = upload_raw(wgu), dwd = upload_raw(wd);
                  // One layer's decode chain (each kernel reads what the previous one wrote): the fused-norm forms
-                 // where the build has them, then gemv_add_norm, gemv_swiglu and gemv on their outputs; every
+                 // where the build has them, then the plain o/down GEMVs with their norms, gemv_swiglu and gemv; every
                  // output downloaded.
                  auto layer = [&](cuda::Ops &o, std::vector<std::vector<float>> &out) {
                    Dev r = upload_act(res, Act::F32, 64);
                    Dev qkv = poisoned(size_t(M * N), act), a = poisoned(size_t(M * I), act);
                    Dev y = poisoned(size_t(M * N), act), g = poisoned(size_t(M * I), act);
                    Dev normed = poisoned(size_t(M * H), act), d = poisoned(size_t(M * H), act);
-                   DeviceBuffer ticket = upload_raw(std::vector<uint32_t>{0});
                    if (fused) {
                      o.gemv_norm(s, r.ptr(), M, H, dnw.ptr(), eps, dqkv.ptr(), N, 0, qkv.ptr());
                      o.gemv_residual(s, qkv.ptr(), M, N, dwo.ptr(), H, 0, r.ptr());
@@ -200,11 +199,11 @@ void test_gemv_early(Env &env, cuda::Ops &ops) {
                      o.gemv(s, normed.ptr(), M, H, dqkv.ptr(), N, 0, qkv.ptr());
                      o.gemv_swiglu(s, normed.ptr(), M, H, dgu.ptr(), I, a.ptr());
                    }
-                   o.gemv_add_norm(s, qkv.ptr(), M, N, dwo.ptr(), H, 0, d.ptr(), r.ptr(), dnw.ptr(), eps,
-                                   normed.ptr(), false, ticket.ptr());
+                   o.gemv(s, qkv.ptr(), M, N, dwo.ptr(), H, 0, d.ptr());
+                   o.add_rmsnorm_res32(s, r.ptr(), d.ptr(), false, M, H, dnw.ptr(), eps, normed.ptr(), false);
                    o.gemv_swiglu(s, normed.ptr(), M, H, dgu.ptr(), I, g.ptr());
-                   o.gemv_add_norm(s, g.ptr(), M, I, dwd.ptr(), H, 0, d.ptr(), r.ptr(), dnw.ptr(), eps,
-                                   normed.ptr(), false, ticket.ptr());
+                   o.gemv(s, g.ptr(), M, I, dwd.ptr(), H, 0, d.ptr());
+                   o.add_rmsnorm_res32(s, r.ptr(), d.ptr(), false, M, H, dnw.ptr(), eps, normed.ptr(), false);
                    o.gemv(s, normed.ptr(), M, H, dqkv.ptr(), N, 0, y.ptr());
                    bool all = true;
                    for (const Dev *dv : {&r, &qkv, &a, &y, &g, &normed, &d}) {

@@ -2,7 +2,8 @@
 //   vt_paged_attention_<act>_d<32 * VPL>: grid (n_heads, T), block 128; head_dim <= 32 * VPL
 //   vt_kv_store_<act>: grid (T), block 128.
 //   vt_attention_split_<act>_d<32 * VPL>, vt_attention_split_bf16_mma_hd<HD>: split-K decode attention
-//     (attention_split.cuh), grid (T, n_kv_heads, n_splits), block 128, dynamic shared memory as said there.
+//     (attention_split.cuh), grid (T, n_kv_heads, n_splits), block 128, dynamic shared memory as said there;
+//   vt_attention_split_rope_*: the same with the decode step's RoPE + KV store folded in.
 #include "attention.cuh"
 #include "attention_split.cuh"
 
@@ -41,6 +42,23 @@ VT_KV_STORE(bf16, bf16)
                                     n_splits, tickets, part_ml, part_acc, out);                              \
   }
 
+// The same with the decode step's RoPE and KV store folded in (attention_split.cuh's ROPE): q is the unroped
+// q|k|v buffer, the caches are written at slot[row].
+#define VT_ATTENTION_SPLIT_ROPE(NAME, T, VPL, MMA_HD, MIN_BLOCKS)                                            \
+  extern "C" __global__ void __launch_bounds__(kSplitWarps * 32, MIN_BLOCKS) NAME(                           \
+      const T *q, long long q_row_stride, T *k_cache, T *v_cache, const int32_t *seq_q_start,                 \
+      const int32_t *seq_pos0, const int32_t *block_tables, int n_seqs, int max_blocks, int block_size,       \
+      int n_heads, int n_kv_heads, int head_dim, float scale, int n_splits, unsigned *tickets, float *part_ml, \
+      float *part_acc, T *out, const int32_t *pos, const float *inv_freq, float attn_scale,                  \
+      const float *q_norm, const float *k_norm, float eps, const int32_t *slot) {                            \
+    pdl_trigger();                                                                                           \
+    pdl_wait();                                                                                              \
+    attention_split<T, VPL, MMA_HD, true>(                                                                   \
+        q, q_row_stride, k_cache, v_cache, seq_q_start, seq_pos0, block_tables, n_seqs, max_blocks,           \
+        block_size, n_heads, n_kv_heads, head_dim, scale, n_splits, tickets, part_ml, part_acc, out,          \
+        SplitRope<T>{pos, inv_freq, attn_scale, q_norm, k_norm, eps, slot, k_cache, v_cache});               \
+  }
+
 // CUDA cores, head_dim up to 32 * VPL; tensor cores (bf16) for head_dim exactly HD. MIN_BLOCKS 1 lifts
 // ptxas's default register cap (96 at hd 128), under which the value loads of a step cannot all be in
 // flight with the key loads (q 16 + acc 32 + loads 64 registers at hd 128).
@@ -51,3 +69,10 @@ VT_ATTENTION_SPLIT(vt_attention_split_bf16_d8, bf16, 8, 0, 2)
 VT_ATTENTION_SPLIT(vt_attention_split_bf16_mma_hd64, bf16, 0, 64, 1)
 VT_ATTENTION_SPLIT(vt_attention_split_bf16_mma_hd128, bf16, 0, 128, 1)
 VT_ATTENTION_SPLIT(vt_attention_split_bf16_mma_hd256, bf16, 0, 256, 1)
+VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_f32_d4, float, 4, 0, 2)
+VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_f32_d8, float, 8, 0, 2)
+VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_bf16_d4, bf16, 4, 0, 2)
+VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_bf16_d8, bf16, 8, 0, 2)
+VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_bf16_mma_hd64, bf16, 0, 64, 1)
+VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_bf16_mma_hd128, bf16, 0, 128, 1)
+VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_bf16_mma_hd256, bf16, 0, 256, 1)

@@ -63,7 +63,8 @@ __device__ __forceinline__ int64_t kv_row_offset(const int32_t *__restrict__ tab
 // (G * HD contiguous elements). Writes each warp's state for heads g < G to shared memory:
 // s_m[w * G + g], s_l[...] (log2 domain) and s_acc[(w * G + g) * HD + d] (unnormalised). A warp with no keys
 // writes m = -inf, l = 0, acc = 0. Cache rows must be 16-byte aligned (HD % 32 == 0 and an aligned base).
-template <int HD, int NW>
+// KV_L2: read the cache through L2 (load_kv), as a launch that also writes it must.
+template <int HD, int NW, bool KV_L2 = false>
 __device__ __forceinline__ void mma_warp_states(const bf16 *__restrict__ qrow, const bf16 *__restrict__ k_cache,
                                                 const bf16 *__restrict__ v_cache, const int32_t *__restrict__ table,
                                                 int block_size, int64_t slot_stride, int64_t kv_off, int G,
@@ -102,10 +103,10 @@ __device__ __forceinline__ void mma_warp_states(const bf16 *__restrict__ qrow, c
     uint4 ka[NB], kb[NB], va[NB], vb[NB];
 #pragma unroll
     for (int b = 0; b < NB; ++b) {
-      ka[b] = __ldg(reinterpret_cast<const uint4 *>(k_cache + oa + 32 * b));
-      kb[b] = __ldg(reinterpret_cast<const uint4 *>(k_cache + ob + 32 * b));
-      va[b] = __ldg(reinterpret_cast<const uint4 *>(v_cache + oa + 32 * b));
-      vb[b] = __ldg(reinterpret_cast<const uint4 *>(v_cache + ob + 32 * b));
+      ka[b] = load_kv<KV_L2>(reinterpret_cast<const uint4 *>(k_cache + oa + 32 * b));
+      kb[b] = load_kv<KV_L2>(reinterpret_cast<const uint4 *>(k_cache + ob + 32 * b));
+      va[b] = load_kv<KV_L2>(reinterpret_cast<const uint4 *>(v_cache + oa + 32 * b));
+      vb[b] = load_kv<KV_L2>(reinterpret_cast<const uint4 *>(v_cache + ob + 32 * b));
     }
 
     // s[0], s[1]: key g, heads 2t, 2t + 1; s[2], s[3]: key g + 8.

@@ -31,11 +31,22 @@ template <class T> __device__ __forceinline__ T from_f32(float v);
 template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
 template <> __device__ __forceinline__ bf16 from_f32<bf16>(float v) { return f32_to_bf16(v); }
 
-// Reads through L2 only (ld.global.cg), skipping this SM's L1: for values other blocks of the same grid wrote
-// (gemv_add_norm's tail block reads the products every block stored).
-__device__ __forceinline__ float load_l2(const float *p) { return __ldcg(p); }
-__device__ __forceinline__ float load_l2(const bf16 *p) {
+// Reads of the KV cache: through the read-only path (__ldg), or through L2 when the same launch writes the cache
+// (the decode attention with rope stores the step's key and value, then reads them back: the read-only path is
+// coherent only for data nobody writes during the launch). Same values either way.
+template <bool L2>
+__device__ __forceinline__ uint4 load_kv(const uint4 *p) {
+  if constexpr (L2) return __ldcg(p);
+  else return __ldg(p);
+}
+__device__ __forceinline__ float ldcg_f32(const float *p) { return __ldcg(p); }
+__device__ __forceinline__ float ldcg_f32(const bf16 *p) {
   return to_f32(bf16{__ldcg(reinterpret_cast<const unsigned short *>(p))});
+}
+template <bool L2, class T>
+__device__ __forceinline__ float load_kv_elem(const T *p) {
+  if constexpr (L2) return ldcg_f32(p);
+  else return to_f32(*p);
 }
 
 // Unpacks 8 bf16 held in a 16-byte vector.

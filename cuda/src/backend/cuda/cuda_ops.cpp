@@ -66,10 +66,6 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   for (int lm = 0; lm < 4; ++lm) gemv_x32_[lm] = ctx.function("vt_gemv_f32_f32_m" + std::to_string(1 << lm) + early);
   for (int lm = 0; lm < 4; ++lm)
     gemv_swiglu_[lm] = ctx.function("vt_gemv_swiglu_" + a + "_m" + std::to_string(1 << lm) + early);
-  for (int of = 0; of < 2; ++of)
-    for (int lm = 0; lm < 4; ++lm)
-      gemv_add_norm_[of][lm] = ctx.function("vt_gemv_add_norm_" + a + "_" + (act == Act::F32 || of ? "f32" : a) +
-                                            "_m" + std::to_string(1 << lm) + early);
   {
     int optin = 0;
     check(driver().cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx.device()),
@@ -105,9 +101,13 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   attention_[1] = ctx.function("vt_paged_attention_" + a + "_d8");
   attention_split_[0] = ctx.function("vt_attention_split_" + a + "_d4");
   attention_split_[1] = ctx.function("vt_attention_split_" + a + "_d8");
+  attention_split_rope_[0] = ctx.function("vt_attention_split_rope_" + a + "_d4");
+  attention_split_rope_[1] = ctx.function("vt_attention_split_rope_" + a + "_d8");
   if (act == Act::BF16)
-    for (int i = 0; i < 3; ++i)
+    for (int i = 0; i < 3; ++i) {
       attention_split_mma_[i] = ctx.function("vt_attention_split_bf16_mma_hd" + std::to_string(64 << i));
+      attention_split_rope_mma_[i] = ctx.function("vt_attention_split_rope_bf16_mma_hd" + std::to_string(64 << i));
+    }
   if (act == Act::BF16)
     for (int i = 0; i < 2; ++i) {
       const int32_t hd = 64 << i;
@@ -198,23 +198,6 @@ void Ops::gemv(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, i
     const int lm = gemv_chunk_log2(M - m0);
     const CUdeviceptr xm = x + CUdeviceptr(m0 * K * int64_t(xs)), ym = y + CUdeviceptr(m0 * N * int64_t(ys));
     ctx_.launch_pdl(x_f32 ? gemv_x32_[lm] : gemv_[y_f32 ? 1 : 0][lm], grid, {kGemvThreads}, 0, s, xm, w, bias, ym, k, n, vec);
-    m0 += int64_t(1) << lm;
-  }
-}
-
-void Ops::gemv_add_norm(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, int64_t N, CUdeviceptr bias,
-                        CUdeviceptr y, CUdeviceptr residual, CUdeviceptr norm_w, float eps, CUdeviceptr out,
-                        bool out_f32, CUdeviceptr ticket) {
-  require(fits_int(K) && K > 0 && fits_int(N) && N > 0 && M >= 0 && ticket, "gemv_add_norm shape");
-  if (M == 0) return;
-  const int64_t as = int64_t(act_size(act_)), os = act_ == Act::F32 || out_f32 ? 4 : as;
-  const int k = int(K), n = int(N);
-  const int vec = K % 8 == 0 && w % 16 == 0 && x % 16 == 0;  // as for gemv
-  for (int64_t m0 = 0; m0 < M;) {
-    const int lm = gemv_chunk_log2(M - m0);
-    ctx_.launch_pdl(gemv_add_norm_[out_f32 ? 1 : 0][lm], gemv_grid(ctx_, N), {kGemvThreads}, 0, s,
-                    x + CUdeviceptr(m0 * K * as), w, bias, y + CUdeviceptr(m0 * N * as), k, n, vec,
-                    residual + CUdeviceptr(m0 * N * 4), norm_w, eps, out + CUdeviceptr(m0 * N * os), ticket);
     m0 += int64_t(1) << lm;
   }
 }
@@ -443,11 +426,12 @@ size_t Ops::attention_workspace_bytes(int64_t T, int32_t n_heads, int32_t n_kv_h
 void Ops::attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUdeviceptr k_cache, CUdeviceptr v_cache,
                            const DeviceAttentionBatch &b, int64_t T, int32_t n_heads, int32_t n_kv_heads,
                            int32_t head_dim, float scale, int32_t max_keys, CUdeviceptr workspace,
-                           size_t workspace_bytes, CUdeviceptr out) {
+                           size_t workspace_bytes, CUdeviceptr out, const DecodeRope *rope) {
   const long long stride = q_row_stride ? q_row_stride : int64_t(n_heads) * head_dim;
+  const int64_t width = int64_t(n_heads + (rope ? 2 * n_kv_heads : 0)) * head_dim;  // what a q row holds
   require(n_kv_heads > 0 && n_kv_heads <= 65535 && n_heads % n_kv_heads == 0 && n_heads / n_kv_heads >= 1 &&
               n_heads / n_kv_heads <= 8 && head_dim > 0 && head_dim <= 256 && b.n_seqs > 0 && b.block_size > 0 &&
-              fits_int(T) && stride >= int64_t(n_heads) * head_dim && max_keys >= 0,
+              fits_int(T) && stride >= width && max_keys >= 0 && (!rope || head_dim % 2 == 0),
           "attention_decode shape");
   if (T == 0) return;
   const int32_t n_splits = attention_splits(T, n_kv_heads, max_keys);
@@ -457,15 +441,25 @@ void Ops::attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUde
   // Tensor cores read 16-byte pieces of cache rows: head_dim a multiple of 32 and aligned caches.
   const bool mma = act_ == Act::BF16 && (head_dim == 64 || head_dim == 128 || head_dim == 256) &&
                    (k_cache | v_cache) % 16 == 0;
-  const CUfunction f = mma ? attention_split_mma_[head_dim == 64 ? 0 : head_dim == 128 ? 1 : 2]
-                           : attention_split_[head_dim <= 128 ? 0 : 1];
+  const int mi = head_dim == 64 ? 0 : head_dim == 128 ? 1 : 2, si = head_dim <= 128 ? 0 : 1;
+  const CUfunction f = rope ? (mma ? attention_split_rope_mma_[mi] : attention_split_rope_[si])
+                            : (mma ? attention_split_mma_[mi] : attention_split_[si]);
   const int64_t group = n_heads / n_kv_heads;
-  const unsigned shared =
-      unsigned(sizeof(float) * std::max(kSplitWarps * group * (head_dim + 2), group * int64_t(n_splits)));
+  // attention_split.cuh's split_smem_floats, and split_rope_smem_floats after it with rope (kept in step here)
+  int64_t floats = std::max(kSplitWarps * group * (head_dim + 2), group * int64_t(n_splits));
+  if (rope) floats += int64_t(head_dim) * (1 + kSplitWarps) + (group * head_dim * int64_t(act_size(act_)) + 3) / 4;
+  const unsigned shared = unsigned(sizeof(float) * floats);
   const CUdeviceptr tickets = workspace, part_ml = workspace + w.ml, part_acc = workspace + w.acc;
-  ctx_.launch_pdl(f, {unsigned(T), unsigned(n_kv_heads), unsigned(n_splits)}, {unsigned(kSplitWarps * 32)}, shared, s, q,
-              stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0, b.block_tables, b.n_seqs, b.max_blocks_per_seq,
-              b.block_size, n_heads, n_kv_heads, head_dim, scale, n_splits, tickets, part_ml, part_acc, out);
+  const Dim3 grid{unsigned(T), unsigned(n_kv_heads), unsigned(n_splits)}, block{unsigned(kSplitWarps * 32)};
+  if (rope)
+    ctx_.launch_pdl(f, grid, block, shared, s, q, stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0, b.block_tables,
+                    b.n_seqs, b.max_blocks_per_seq, b.block_size, n_heads, n_kv_heads, head_dim, scale, n_splits,
+                    tickets, part_ml, part_acc, out, rope->pos, rope->inv_freq, rope->attn_scale, rope->q_norm,
+                    rope->k_norm, rope->eps, rope->slot);
+  else
+    ctx_.launch_pdl(f, grid, block, shared, s, q, stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0, b.block_tables,
+                    b.n_seqs, b.max_blocks_per_seq, b.block_size, n_heads, n_kv_heads, head_dim, scale, n_splits,
+                    tickets, part_ml, part_acc, out);
 }
 
 int32_t Ops::prefill_tiles(const int32_t *seq_q_start_host, int32_t n_seqs, std::vector<int32_t> *tiles,

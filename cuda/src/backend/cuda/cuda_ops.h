@@ -20,6 +20,15 @@ inline size_t act_size(Act a) { return a == Act::F32 ? 4 : 2; }
 inline const char *act_name(Act a) { return a == Act::F32 ? "f32" : "bf16"; }
 
 // cpu::AttentionBatch with the arrays in device memory.
+// The decode step's RoPE + KV store for attention_decode to fold in (rope_store's arguments): see there.
+struct DecodeRope {
+  CUdeviceptr pos, inv_freq;  // (T) int32 positions, (head_dim / 2) fp32
+  float attn_scale;
+  CUdeviceptr q_norm, k_norm;  // (head_dim) fp32, 0: no norm
+  float eps;
+  CUdeviceptr slot;  // (T) int32 cache slots, < 0: padding, nothing stored
+};
+
 struct DeviceAttentionBatch {
   int32_t n_seqs;
   CUdeviceptr seq_q_start;   // (n_seqs + 1) int32
@@ -94,13 +103,6 @@ class Ops {
   // wait; same results): under PDL unless VT_CUDA_EARLY_LOADS=0 (the null control; bench/RESULTS.md).
   bool early_loads() const { return early_loads_; }
 
-  // gemv (bf16 w, M rows in chunks as gemv; y in the activation type) followed, in the same launch, by
-  // add_rmsnorm_res32(residual, y, M, N, norm_w, eps, out, out_f32): the same bits as those two calls, one launch
-  // (gemv.cuh's gemv_add_norm_rows). ticket: 4 bytes of device memory, zero before the first call (each call
-  // leaves it so); calls that share one must be on one stream.
-  void gemv_add_norm(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, int64_t N, CUdeviceptr bias,
-                     CUdeviceptr y, CUdeviceptr residual, CUdeviceptr norm_w, float eps, CUdeviceptr out,
-                     bool out_f32, CUdeviceptr ticket);
   bool fused_gemv_available() const { return fused_; }
   void gemv_norm(CUstream s, CUdeviceptr residual, int64_t M, int64_t K, CUdeviceptr norm_w, float eps, CUdeviceptr w,
                  int64_t N, CUdeviceptr bias, CUdeviceptr y);
@@ -189,10 +191,16 @@ class Ops {
   static int32_t attention_splits(int sm_count, int64_t T, int32_t n_kv_heads, int32_t max_keys);
   static size_t attention_workspace_bytes(int sm_count, int64_t T, int32_t n_heads, int32_t n_kv_heads,
                                           int32_t head_dim, int32_t max_keys);
+  //   rope (a decode step's rope_store folded in, one launch instead of two): q is then the fused q|k|v buffer
+  //   (rows [q heads | k heads | v heads], q_row_stride apart), unroped; the attention ropes the q heads for
+  //   itself and writes each row's roped k and its v to the caches at slot[row] before reading them, with
+  //   rope_store's rounding, so the result and the caches are bitwise those of rope_store + attention_decode;
+  //   q|k|v is left unchanged. Only when every row is the only row of its sequence (a decode step: no row
+  //   reads a key that another row of the launch writes).
   void attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUdeviceptr k_cache, CUdeviceptr v_cache,
                         const DeviceAttentionBatch &b, int64_t T, int32_t n_heads, int32_t n_kv_heads,
                         int32_t head_dim, float scale, int32_t max_keys, CUdeviceptr workspace,
-                        size_t workspace_bytes, CUdeviceptr out);
+                        size_t workspace_bytes, CUdeviceptr out, const DecodeRope *rope = nullptr);
 
   // Prefill attention on tensor cores (attention_prefill.cuh): attention()'s contract and arguments, for bf16
   // activations and head_dim 64 or 128 only (has_attention_prefill; else call attention()). q rows are
@@ -222,7 +230,6 @@ class Ops {
   CUfunction gemv_swiglu_[4];   // [log2 M]
   CUfunction gemv_norm_[4], gemv_swiglu_norm_[4];  // [log2 M]
   CUfunction gemv_res_[2][4];   // [round_f32][log2 M]
-  CUfunction gemv_add_norm_[2][4];  // [out_f32][log2 M]
   int64_t smem_optin_ = 0;      // the most dynamic shared memory one block may have on this device
   bool early_loads_ = false;
   bool fused_ = false;          // this build carries the fused GEMVs (scripts/build-cuda.mjs --experiments)
@@ -232,6 +239,7 @@ class Ops {
   CUfunction attention_[2];     // head_dim <= 128, <= 256
   CUfunction attention_split_[2];           // split-K on CUDA cores: head_dim <= 128, <= 256
   CUfunction attention_split_mma_[3] = {};  // split-K on tensor cores, bf16 activations only: head_dim 64, 128, 256
+  CUfunction attention_split_rope_[2], attention_split_rope_mma_[3] = {};  // the same with RoPE + KV store
   CUfunction attention_prefill_[2] = {};  // bf16 activations only: head_dim 64, 128
   CUfunction rope_store_, argmax_, sample_, penalties_, top_logprobs_;
 };

@@ -39,24 +39,6 @@ VT_GEMV_ALL_M(bf16, bf16, f32, float)
 VT_GEMV_SWIGLU_ALL_M(f32, float)
 VT_GEMV_SWIGLU_ALL_M(bf16, bf16)
 
-// o_proj / down_proj with the residual add + RMSNorm after them (gemv.cuh's gemv_add_norm_rows), out the next
-// product's input (the activation type) or the lm_head's (fp32, the final norm):
-//   vt_gemv_add_norm_<act>_<out>_m<M>(x, w, bias, y, K, N, vec, residual, norm_w, eps, out, ticket)
-#define VT_GEMV_ADD_NORM_E(XS, X, OS, O, M, EARLY, SUF)                                                     \
-  extern "C" __global__ void __launch_bounds__(256) vt_gemv_add_norm_##XS##_##OS##_m##M##SUF(                \
-      const X *x, const bf16 *w, const float *bias, X *y, int K, int N, int vec, float *residual,           \
-      const float *norm_w, float eps, O *out, unsigned *ticket) {                                            \
-    gemv_add_norm_rows<M, X, O, EARLY>(x, w, bias, y, K, N, vec, residual, norm_w, eps, out, ticket);        \
-  }
-#define VT_GEMV_ADD_NORM(XS, X, OS, O, M) VT_GEMV_ADD_NORM_E(XS, X, OS, O, M, false, ) \
-  VT_GEMV_ADD_NORM_E(XS, X, OS, O, M, true, _early)
-#define VT_GEMV_ADD_NORM_ALL_M(XS, X, OS, O) VT_GEMV_ADD_NORM(XS, X, OS, O, 1) VT_GEMV_ADD_NORM(XS, X, OS, O, 2) \
-  VT_GEMV_ADD_NORM(XS, X, OS, O, 4) VT_GEMV_ADD_NORM(XS, X, OS, O, 8)
-
-VT_GEMV_ADD_NORM_ALL_M(f32, float, f32, float)
-VT_GEMV_ADD_NORM_ALL_M(bf16, bf16, bf16, bf16)
-VT_GEMV_ADD_NORM_ALL_M(bf16, bf16, f32, float)
-
 #define VT_GEMV_NORM_E(XS, X, M, EARLY, SUF)                                                                \
   extern "C" __global__ void __launch_bounds__(256) vt_gemv_norm_##XS##_m##M##SUF(                           \
       const float *residual, const float *norm_w, float eps, const bf16 *w, const float *bias, X *y, int K,  \

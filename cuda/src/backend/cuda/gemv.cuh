@@ -16,7 +16,6 @@
 #include <type_traits>
 
 #include "common.cuh"
-#include "norm.cuh"
 
 namespace vtk {
 
@@ -155,12 +154,12 @@ __device__ __forceinline__ void gemv_warp(const X *__restrict__ x, const bf16 *_
 // waits before reading x. (Prefetching weights into L2 before the wait measured slower on the H200: the whole
 // row cost the 8B decode step 20%, the first batch of loads 6%; bench/RESULTS.md.)
 //
-// EARLY (an experiment: the *_early entry points, which Ops picks with VT_CUDA_EARLY_LOADS=1; not yet measured):
-// each warp issues its first weight loads into registers before the wait instead (weights are never written by
-// a kernel, so they may be read while the previous one runs), so that the blocks that become resident during
-// the previous kernel's tail keep the memory system busy; unlike the L2 prefetch above, no byte is requested
-// twice. A separate instantiation, because the branch in one kernel raised the plain GEMV from 36 to 56
-// registers (fewer resident blocks) for everyone.
+// EARLY (the *_early entry points, which Ops launches under PDL unless VT_CUDA_EARLY_LOADS=0): each warp issues
+// its first weight loads into registers before the wait instead (weights are never written by a kernel, so
+// they may be read while the previous one runs), so that the blocks that become resident during the previous
+// kernel's tail keep the memory system busy; unlike the L2 prefetch above, no byte is requested twice. On the
+// H200 at batch 1: +17% on the Qwen3-0.6B shape, +6% on 8B (bench/RESULTS.md). A separate instantiation,
+// because the branch in one kernel raised the plain GEMV from 36 to 56 registers for everyone.
 template <int M, int R, class X, class Y, GemvOut OUT = GemvOut::kStore, bool EARLY = false>
 __device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *__restrict__ w,
                                           const float *__restrict__ bias, Y *__restrict__ y, int K, int N, int vec,
@@ -174,35 +173,6 @@ __device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *_
   }
 }
 
-// The decode step's o_proj and down_proj with the add + RMSNorm that follows them, in one launch
-// (Ops::gemv_add_norm): y = x · wᵀ + bias stored as gemv_rows stores it, then the last block of the grid to
-// finish runs add_rmsnorm_row on each of the M rows (residual += y; out = rmsnorm(residual) * norm_w): the
-// separate norm kernel's code with the same 256 threads, so the same bits. "Last": every block publishes its
-// outputs (fence) and takes a ticket; the one that draws gridDim.x - 1 reads them all (through L2) and puts the
-// ticket back to zero for the next launch, which touches it only after its PDL wait, when this grid is done.
-// The norm's own launch and the two grid boundaries around it (its wait for the GEMV, the next GEMV's wait for
-// it) become one block's few microseconds at the end of the GEMV, which the next GEMV's early weight loads
-// overlap. (Computing the norm in every consumer block instead, gemv_norm_rows below, costs each block the
-// whole row: 4% slower on the 8B shape.)
-template <int M, class X, class Out, bool EARLY>
-__device__ __forceinline__ void gemv_add_norm_rows(const X *__restrict__ x, const bf16 *__restrict__ w,
-                                                   const float *__restrict__ bias, X *__restrict__ y, int K, int N,
-                                                   int vec, float *__restrict__ residual,
-                                                   const float *__restrict__ norm_w, float eps, Out *__restrict__ out,
-                                                   unsigned *__restrict__ ticket) {
-  gemv_rows<M, 1, X, X, GemvOut::kStore, EARLY>(x, w, bias, y, K, N, vec);
-  __shared__ bool last;
-  __threadfence();  // this block's outputs are visible device-wide before its ticket is
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == gridDim.x - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-#pragma unroll 1
-  for (int m = 0; m < M; ++m) add_rmsnorm_row<float, X, Out, true>(residual, y, N, norm_w, eps, out, m);
-  if (threadIdx.x == 0) *ticket = 0u;
-}
-
 // The RMSNorm fused in front of a product (the decode step's q|k|v and gate|up): every block first writes
 // rmsnorm(residual row m) * norm_w, rounded to X, for its M rows into shared memory (xs, M * K elements), then
 // runs the product on it. The values are rmsnorm_row's bit for bit (the same 256-thread strided sums and
@@ -213,7 +183,10 @@ __device__ __forceinline__ void gemv_add_norm_rows(const X *__restrict__ x, cons
 // fused step measured 2.4% slower than the separate kernels on the 8B shape at batch 1, 0.9% faster on 0.6B;
 // after them, with one block per row group, 6% slower on 8B and 3.4% faster on 0.6B: at 56 registers four
 // blocks fit an SM, so 8B's 1536 gate|up groups ran in three waves, each paying the prologue. Hence the
-// resident-sized grid below.)
+// resident-sized grid below.) Running the add + norm once instead, in the last block of the o/down GEMV before it
+// (a ticket counter: every block fences its outputs and takes a ticket, the last reads them all), measured 7%
+// slower on 0.6B and the same on 8B: that block's fence, ticket and two passes over the row cost more in series
+// than the separate norm kernel, whose launch PDL hides.
 template <int M, class X>
 __device__ __forceinline__ void rmsnorm_to_shared(const float *__restrict__ residual, const float *__restrict__ norm_w,
                                                   float eps, int K, X *xs) {

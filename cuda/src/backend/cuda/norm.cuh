@@ -31,20 +31,16 @@ __device__ __forceinline__ void rmsnorm_row(const In *x, int dim, const float *_
 // R: the residual's type, X: the sublayer output's, Out: the normed output's. The product's bf16 path keeps the
 // residual in fp32 (R = float, X = bf16 or float) and writes the normed rows in bf16 for the next product, or
 // in fp32 for the lm_head (the final norm).
-// row: which row (default: blockIdx.x, one block a row); x_from_l2: x was written by other blocks of the same
-// grid (gemv_add_norm's tail), so it is read through L2 (same values, same bits).
-template <class R, class X = R, class Out = R, bool x_from_l2 = false>
+template <class R, class X = R, class Out = R>
 __device__ __forceinline__ void add_rmsnorm_row(R *__restrict__ residual, const X *__restrict__ x, int dim,
-                                                const float *__restrict__ w, float eps, Out *__restrict__ out,
-                                                int64_t row = -1) {
-  const int64_t r = row < 0 ? int64_t(blockIdx.x) : row;
+                                                const float *__restrict__ w, float eps, Out *__restrict__ out) {
+  const int64_t r = blockIdx.x;
   R *res = residual + r * dim;
   const X *xr = x + r * dim;
   Out *o = out + r * dim;
   float ss = 0.f;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-    const float xv = x_from_l2 ? load_l2(xr + i) : to_f32(xr[i]);
-    const R sum = from_f32<R>(to_f32(res[i]) + xv);
+    const R sum = from_f32<R>(to_f32(res[i]) + to_f32(xr[i]));
     res[i] = sum;
     const float v = to_f32(sum);
     ss += v * v;

@@ -30,16 +30,17 @@ __device__ __forceinline__ void rope_table(int32_t p, const float *__restrict__ 
   }
 }
 
-// One warp: the head v(head_dim) normed (norm_w != nullptr) and rotated in place, the result also written to
-// copy when that is not null (the cache row). head: this warp's head_dim floats of shared memory. The
-// products are fused explicitly so every caller rounds alike.
+// One warp: the head src(head_dim) normed (norm_w != nullptr) and rotated, the result written to dst (src
+// itself for in place) and to copy (the cache row), each when not null. head: this warp's head_dim floats of
+// shared memory. The products are fused explicitly so every caller rounds alike.
 template <class T>
-__device__ __forceinline__ void rope_head(T *v, T *copy, float *head, const float *cos_t, const float *sin_t,
-                                          int head_dim, const float *__restrict__ norm_w, float eps) {
+__device__ __forceinline__ void rope_head(const T *src, T *dst, T *copy, float *head, const float *cos_t,
+                                          const float *sin_t, int head_dim, const float *__restrict__ norm_w,
+                                          float eps) {
   const int lane = threadIdx.x & 31, half = head_dim / 2;
   float ss = 0.f;
   for (int i = lane; i < head_dim; i += 32) {
-    const float e = to_f32(v[i]);
+    const float e = to_f32(src[i]);
     head[i] = e;
     ss = fmaf(e, e, ss);
   }
@@ -52,7 +53,7 @@ __device__ __forceinline__ void rope_head(T *v, T *copy, float *head, const floa
     const float a = head[i], b = head[i + half];
     const T lo = from_f32<T>(fmaf(a, cos_t[i], -(b * sin_t[i])));
     const T hi = from_f32<T>(fmaf(b, cos_t[i], a * sin_t[i]));
-    v[i] = lo, v[i + half] = hi;
+    if (dst) dst[i] = lo, dst[i + half] = hi;
     if (copy) copy[i] = lo, copy[i + half] = hi;
   }
   __syncwarp();  // the next head overwrites this warp's staging area
@@ -71,9 +72,10 @@ __device__ __forceinline__ void rope_token(T *x, int n_heads, int head_dim, int6
   const int64_t t = blockIdx.x;
   rope_table(pos[t], inv_freq, half, attn_scale, cos_t, sin_t);
   __syncthreads();
-  for (int h = warp; h < n_heads; h += n_warps)
-    rope_head(x + t * row_stride + int64_t(h) * head_dim, static_cast<T *>(nullptr), head, cos_t, sin_t, head_dim,
-              norm_w, eps);
+  for (int h = warp; h < n_heads; h += n_warps) {
+    T *v = x + t * row_stride + int64_t(h) * head_dim;
+    rope_head(v, v, static_cast<T *>(nullptr), head, cos_t, sin_t, head_dim, norm_w, eps);
+  }
 }
 
 // Grid (T, head groups), any block size that is a multiple of 32. The heads of a row, numbered u in
@@ -104,10 +106,10 @@ __device__ __forceinline__ void rope_store_token(T *qkv, int n_heads, int n_kv_h
   for (int u = first + warp; u < n_units; u += step) {
     T *v = row + int64_t(u) * head_dim;
     if (u < n_heads) {
-      rope_head(v, static_cast<T *>(nullptr), head, cos_t, sin_t, head_dim, q_norm, eps);
+      rope_head(v, v, static_cast<T *>(nullptr), head, cos_t, sin_t, head_dim, q_norm, eps);
     } else if (u < n_rope) {
       T *copy = s >= 0 ? k_cache + cache_row + int64_t(u - n_heads) * head_dim : nullptr;
-      rope_head(v, copy, head, cos_t, sin_t, head_dim, k_norm, eps);
+      rope_head(v, v, copy, head, cos_t, sin_t, head_dim, k_norm, eps);
     } else if (s >= 0) {
       T *dst = v_cache + cache_row + int64_t(u - n_rope) * head_dim;
       for (int i = lane; i < head_dim; i += 32) dst[i] = v[i];
