@@ -6,7 +6,7 @@
 #   scripts/gpu-decode-ab.sh qwen3-0.6b|qwen3-8b [BATCHES] [VARIANT ...]   there, after `gpu-check.sh prepare` here
 #
 # BATCHES: comma list (default 1,8). VARIANT: "label" or "label:VAR=value,VAR=value" (default: the product,
-# the experiment fused norm, and the null controls early loads off, PDL off, graphs off, and graph dedup on). JSON per variant in $OUT (else .gpu-out/ab/SHAPE).
+# the experiments fused norm and RoPE in the attention, and the null controls early loads off, PDL off, graphs off, and graph dedup on). JSON per variant in $OUT (else .gpu-out/ab/SHAPE).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -18,7 +18,7 @@ esac
 batches=${2:-1,8}
 shift $(($# >= 2 ? 2 : 1))
 variants=("$@")
-[ ${#variants[@]} = 0 ] && variants=(product "fused-norm:VT_CUDA_FUSED_NORM=1" "early-off:VT_CUDA_EARLY_LOADS=0" "pdl-off:VT_CUDA_PDL=0" "graphs-off:--graphs=off" "dedup:--dedup=on")
+[ ${#variants[@]} = 0 ] && variants=(product "fused-norm:VT_CUDA_FUSED_NORM=1" "rope-attn:VT_CUDA_ROPE_ATTN=1" "early-off:VT_CUDA_EARLY_LOADS=0" "pdl-off:VT_CUDA_PDL=0" "graphs-off:--graphs=off" "dedup:--dedup=on")
 out=${OUT:-$root/.gpu-out/ab/$shape}
 mkdir -p "$out"
 ckpt=${VT_BENCH_DIR:-/tmp/vt-bench}/$shape-bf16

@@ -118,7 +118,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // tensor-core prefill kernel); VT_CUDA_CUBLASLT=0 (own GEMM kernels only).
   if (const char *e = std::getenv("VT_CUDA_ATTN")) attn_mode_ = e;
   if (const char *e = std::getenv("VT_CUDA_FUSED_NORM")) fused_norm_ = e[0] == '1';
-  if (const char *e = std::getenv("VT_CUDA_ROPE_ATTN")) rope_in_attn_ = e[0] != '0';
+  if (const char *e = std::getenv("VT_CUDA_ROPE_ATTN")) rope_in_attn_ = e[0] == '1' && ops_->has_attention_rope();
   // Sampled rows are picked on the GPU; VT_CUDA_SAMPLE=0 sends their logits to the host sampler instead.
   if (const char *e = std::getenv("VT_CUDA_SAMPLE")) sample_on_device_ = e[0] != '0';
   if (c_.vocab_size > cuda::Ops::kSampleMaxVocab) sample_on_device_ = false;
@@ -297,8 +297,8 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
       ops_->gemv_norm(s, residual_, T, H, L.attn_norm, eps, L.qkv.ptr, L.qkv.rows, L.qkv_bias, qkv_);
     else
       linear(normed_, T, L.qkv, L.qkv_bias, qkv_);
-    // RoPE on q and k (after Qwen3's per-head norm when it has one), then k and v into the cache: in the decode
-    // attention's launch when every row is its sequence's only one (VT_CUDA_ROPE_ATTN=0: its own launch).
+    // RoPE on q and k (after Qwen3's per-head norm when it has one), then k and v into the cache (with
+    // VT_CUDA_ROPE_ATTN=1, in the decode attention's launch when every row is its sequence's only one).
     const cuda::DecodeRope rope{meta_.positions, inv_freq_, rope_scale_, L.q_norm, L.k_norm, eps, meta_.slots};
     const bool rope_in_attn = attn == kDecode && !multi_row && rope_in_attn_;
     if (!rope_in_attn)

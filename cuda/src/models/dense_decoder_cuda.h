@@ -135,9 +135,10 @@ class CudaDecoder : public Decoder {
   CudaDecoderParams p_;
   float rope_scale_ = 1.f;
   bool sub_f32_ = false;  // o/down outputs fp32 (VT_CUDA_SUBLAYER_F32=1, debugging; bf16 activations only)
-  // Decode steps fold RoPE + KV store into the attention's launch (Ops::attention_decode's rope; one launch a
-  // layer fewer); VT_CUDA_ROPE_ATTN=0 is the null control.
-  bool rope_in_attn_ = true;
+  // VT_CUDA_ROPE_ATTN=1: decode steps fold RoPE + KV store into the attention's launch (Ops::attention_decode's
+  // rope; one launch a layer fewer, the same bits). Off by default: on the H200 at batch 1 it measured 6% slower
+  // on the Qwen3-0.6B shape and the same on 8B (bench/RESULTS.md). Builds without the experiments ignore it.
+  bool rope_in_attn_ = false;
   // VT_CUDA_FUSED_NORM=1: steps of up to gemv_rows_max() rows run each RMSNorm in the prologue of the product
   // after it and each residual add in the epilogue of the product before it (Ops::gemv_norm / gemv_residual),
   // when every layer's products take the GEMV (bf16 weights, no gate/up biases); bitwise the same results. Off

@@ -353,6 +353,10 @@ void test_attention_decode_rope_case(Env &env, cuda::Ops &ops, int32_t n_heads, 
 }
 
 void test_attention_decode_rope(Env &env, cuda::Ops &ops) {
+  if (!ops.has_attention_rope()) {
+    std::printf("skip attention_decode + rope[%s]: a build without the experiments' kernels\n", cuda::act_name(ops.act()));
+    return;
+  }
   // Contexts around split and block boundaries (a row's new key is the first or the last of its split, or its
   // split's only one) and long; head dims on tensor cores (64, 128, 256 in bf16) and off them (80; all of fp32).
   std::vector<int32_t> contexts = {1, 2, 16, 17, 64, 65, 128, 129, 384};

@@ -3,7 +3,7 @@
 //   vt_kv_store_<act>: grid (T), block 128.
 //   vt_attention_split_<act>_d<32 * VPL>, vt_attention_split_bf16_mma_hd<HD>: split-K decode attention
 //     (attention_split.cuh), grid (T, n_kv_heads, n_splits), block 128, dynamic shared memory as said there;
-//   vt_attention_split_rope_*: the same with the decode step's RoPE + KV store folded in.
+//   vt_attention_split_rope_*: the same with the decode step's RoPE + KV store folded in (an experiment).
 #include "attention.cuh"
 #include "attention_split.cuh"
 
@@ -69,6 +69,8 @@ VT_ATTENTION_SPLIT(vt_attention_split_bf16_d8, bf16, 8, 0, 2)
 VT_ATTENTION_SPLIT(vt_attention_split_bf16_mma_hd64, bf16, 0, 64, 1)
 VT_ATTENTION_SPLIT(vt_attention_split_bf16_mma_hd128, bf16, 0, 128, 1)
 VT_ATTENTION_SPLIT(vt_attention_split_bf16_mma_hd256, bf16, 0, 256, 1)
+// An experiment (off by default, slower on the H200: attention_split.cuh): only in builds with --experiments.
+#if VT_CUDA_EXPERIMENTS
 VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_f32_d4, float, 4, 0, 2)
 VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_f32_d8, float, 8, 0, 2)
 VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_bf16_d4, bf16, 4, 0, 2)
@@ -76,3 +78,4 @@ VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_bf16_d8, bf16, 8, 0, 2)
 VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_bf16_mma_hd64, bf16, 0, 64, 1)
 VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_bf16_mma_hd128, bf16, 0, 128, 1)
 VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_bf16_mma_hd256, bf16, 0, 256, 1)
+#endif  // VT_CUDA_EXPERIMENTS

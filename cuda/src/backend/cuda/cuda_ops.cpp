@@ -101,12 +101,14 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   attention_[1] = ctx.function("vt_paged_attention_" + a + "_d8");
   attention_split_[0] = ctx.function("vt_attention_split_" + a + "_d4");
   attention_split_[1] = ctx.function("vt_attention_split_" + a + "_d8");
-  attention_split_rope_[0] = ctx.function("vt_attention_split_rope_" + a + "_d4");
-  attention_split_rope_[1] = ctx.function("vt_attention_split_rope_" + a + "_d8");
+  // The rope-folding forms are an experiment (scripts/build-cuda.mjs --experiments): has_attention_rope says
+  // whether this build has them.
+  attention_split_rope_[0] = ctx.find_function("vt_attention_split_rope_" + a + "_d4");
+  attention_split_rope_[1] = ctx.find_function("vt_attention_split_rope_" + a + "_d8");
   if (act == Act::BF16)
     for (int i = 0; i < 3; ++i) {
       attention_split_mma_[i] = ctx.function("vt_attention_split_bf16_mma_hd" + std::to_string(64 << i));
-      attention_split_rope_mma_[i] = ctx.function("vt_attention_split_rope_bf16_mma_hd" + std::to_string(64 << i));
+      attention_split_rope_mma_[i] = ctx.find_function("vt_attention_split_rope_bf16_mma_hd" + std::to_string(64 << i));
     }
   if (act == Act::BF16)
     for (int i = 0; i < 2; ++i) {
@@ -431,7 +433,8 @@ void Ops::attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUde
   const int64_t width = int64_t(n_heads + (rope ? 2 * n_kv_heads : 0)) * head_dim;  // what a q row holds
   require(n_kv_heads > 0 && n_kv_heads <= 65535 && n_heads % n_kv_heads == 0 && n_heads / n_kv_heads >= 1 &&
               n_heads / n_kv_heads <= 8 && head_dim > 0 && head_dim <= 256 && b.n_seqs > 0 && b.block_size > 0 &&
-              fits_int(T) && stride >= width && max_keys >= 0 && (!rope || head_dim % 2 == 0),
+              fits_int(T) && stride >= width && max_keys >= 0 &&
+              (!rope || (head_dim % 2 == 0 && has_attention_rope())),
           "attention_decode shape");
   if (T == 0) return;
   const int32_t n_splits = attention_splits(T, n_kv_heads, max_keys);

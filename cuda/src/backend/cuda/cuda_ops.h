@@ -196,11 +196,13 @@ class Ops {
   //   itself and writes each row's roped k and its v to the caches at slot[row] before reading them, with
   //   rope_store's rounding, so the result and the caches are bitwise those of rope_store + attention_decode;
   //   q|k|v is left unchanged. Only when every row is the only row of its sequence (a decode step: no row
-  //   reads a key that another row of the launch writes).
+  //   reads a key that another row of the launch writes), and only in builds with the experiments
+  //   (has_attention_rope): slower on the H200 than the two launches (attention_split.cuh).
   void attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUdeviceptr k_cache, CUdeviceptr v_cache,
                         const DeviceAttentionBatch &b, int64_t T, int32_t n_heads, int32_t n_kv_heads,
                         int32_t head_dim, float scale, int32_t max_keys, CUdeviceptr workspace,
                         size_t workspace_bytes, CUdeviceptr out, const DecodeRope *rope = nullptr);
+  bool has_attention_rope() const { return attention_split_rope_[0] && attention_split_rope_[1]; }
 
   // Prefill attention on tensor cores (attention_prefill.cuh): attention()'s contract and arguments, for bf16
   // activations and head_dim 64 or 128 only (has_attention_prefill; else call attention()). q rows are
@@ -239,7 +241,7 @@ class Ops {
   CUfunction attention_[2];     // head_dim <= 128, <= 256
   CUfunction attention_split_[2];           // split-K on CUDA cores: head_dim <= 128, <= 256
   CUfunction attention_split_mma_[3] = {};  // split-K on tensor cores, bf16 activations only: head_dim 64, 128, 256
-  CUfunction attention_split_rope_[2], attention_split_rope_mma_[3] = {};  // the same with RoPE + KV store
+  CUfunction attention_split_rope_[2] = {}, attention_split_rope_mma_[3] = {};  // the same with RoPE + KV store
   CUfunction attention_prefill_[2] = {};  // bf16 activations only: head_dim 64, 128
   CUfunction rope_store_, argmax_, sample_, penalties_, top_logprobs_;
 };
