@@ -16,6 +16,8 @@
 #   5. the table (bench/cuda_table.py), printed last.
 # --quick: one run each, decode b1 and b32, prefill 2048 (a smoke test of the whole chain, compile included).
 # VT_BENCH_HF=0: our engine only (no peer; for iterating on the engine, never for a RESULTS row).
+# VT_BENCH_HF_BATCHES / VT_BENCH_HF_PREFILL: the peer's decode batches and prefill lengths (default: ours), e.g.
+# 1 and 2048 so that HF's compiled batch 1 fits the time limit at 0.6B, where its eager decode is slow.
 # Logs and JSON go to $OUT when set (8 files, the most that come back: checkpoint.log engine.log engine.json
 # engine-graphs-off.json engine-dedup.json hf.log hf.json table.txt), else .gpu-out/bench/SHAPE/. bench/cuda-report.mjs turns the JSON into bench/RESULTS.md rows.
 # Exit code 0 when both sides ran every workload, 1 otherwise.
@@ -90,8 +92,8 @@ if [ "${VT_BENCH_HF:-1}" = 0 ]; then
 elif [ "$budget" -lt 60 ]; then
   stage "HF: skipped, only $budget s left"
 else
-  timeout $((budget + 15)) python3 bench/cuda_hf.py --model "$ckpt" --runs "$runs" --batches "$batches" \
-    --prefill "$prefill" --budget-s "$budget" --json "$out/hf.json" > "$out/hf.log" 2>&1
+  timeout $((budget + 15)) python3 bench/cuda_hf.py --model "$ckpt" --runs "$runs" --batches "${VT_BENCH_HF_BATCHES:-$batches}" \
+    --prefill "${VT_BENCH_HF_PREFILL:-$prefill}" --budget-s "$budget" --json "$out/hf.json" > "$out/hf.log" 2>&1
   hf_rc=$?
   grep -E '^(cuda_hf|device|weights|load|prefill|decode|note|FAIL)' "$out/hf.log"
   [ "$hf_rc" = 0 ] || tail -5 "$out/hf.log"
