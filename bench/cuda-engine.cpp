@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "bench_json.h"
+#include "request_trace.h"
 #include "vt_engine.h"
 
 namespace fs = std::filesystem;
@@ -50,10 +51,7 @@ const int kPrompt = 128, kNew = 256;
 const uint64_t kSeed = 1;
 const double kWaitSeconds = 300;  // one run that takes longer than this is taken as hung
 
-double now_s() {
-  static const auto t0 = std::chrono::steady_clock::now();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+double now_s() { return bench_now_s(); }
 
 // splitmix64; bench/cuda_hf.py computes the same ids.
 uint64_t mix(uint64_t x) {
@@ -82,59 +80,7 @@ json stat(std::vector<double> v) {
   return j;
 }
 
-// What the step callback saw, per request and per step, stamped on arrival.
-struct Trace {
-  struct Req {
-    double submit = -1, first = -1, last = -1, final = -1;
-    int tokens = 0, finish = 0;
-    std::string message;
-    bool done = false;
-  };
-  std::mutex mu;
-  std::condition_variable cv;
-  std::unordered_map<uint64_t, Req> reqs;
-  std::vector<std::pair<double, int>> steps;  // (arrival, token events in it)
-
-  static void on_step(const vt_step_event *ev, int32_t n, void *user) {
-    auto *t = static_cast<Trace *>(user);
-    const double now = now_s();
-    std::lock_guard<std::mutex> lock(t->mu);
-    int tokens = 0;
-    for (int32_t i = 0; i < n; ++i) {
-      Req &r = t->reqs[ev[i].request_id];
-      if (ev[i].token >= 0) {
-        if (r.first < 0) r.first = now;
-        r.last = now;
-        ++r.tokens;
-        ++tokens;
-      }
-      if (ev[i].finish != VT_FINISH_NONE) {
-        r.finish = ev[i].finish;
-        if (ev[i].message) r.message = ev[i].message;
-        r.final = now;
-        r.done = true;
-      }
-    }
-    t->steps.emplace_back(now, tokens);
-    t->cv.notify_all();
-  }
-
-  void reset() {
-    std::lock_guard<std::mutex> lock(mu);
-    reqs.clear();
-    steps.clear();
-  }
-
-  // false when the requests did not all finish within kWaitSeconds.
-  bool wait_all(const std::vector<uint64_t> &ids) {
-    std::unique_lock<std::mutex> lock(mu);
-    return cv.wait_for(lock, std::chrono::duration<double>(kWaitSeconds), [&] {
-      for (uint64_t id : ids)
-        if (!reqs[id].done) return false;
-      return true;
-    });
-  }
-};
+using Trace = RequestTrace;
 
 // Submits greedy, no stop ids (so only max_tokens ends it); 0 and `err` set on failure.
 uint64_t submit(vt_engine *e, Trace &t, const std::vector<int32_t> &ids, int max_tokens, std::string &err) {
@@ -164,7 +110,7 @@ bool run_requests(vt_engine *e, Trace &t, const std::vector<std::vector<int32_t>
     if (!id) return false;
     ids.push_back(id);
   }
-  if (!t.wait_all(ids)) {
+  if (!t.wait_all(ids, kWaitSeconds)) {
     err = "requests did not finish within " + std::to_string(int(kWaitSeconds)) + " s";
     return false;
   }

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "bench_json.h"
+#include "request_trace.h"
 #include "vt_engine.h"
 
 namespace fs = std::filesystem;
@@ -52,10 +53,7 @@ namespace {
 const double kWaitSeconds = 300;  // serving that takes longer than this is taken as hung
 const int kBlock = 16;            // kv_block_size, set explicitly so the pool sizing below knows it
 
-double now_s() {
-  static const auto t0 = std::chrono::steady_clock::now();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+double now_s() { return bench_now_s(); }
 
 // The same ids as bench/memory_hf.py's prompt() and bench/memory.mjs's (64-bit: no overflow for any n we use).
 std::vector<int32_t> prompt(int n, int vocab, int salt) {
@@ -144,42 +142,7 @@ json estimate_json(const vt_memory_estimate &e) {
 }
 
 // The requests of the serve phase, as the step callback reports them.
-struct Requests {
-  struct Req {
-    int tokens = 0, finish = 0;
-    double first = -1;
-    std::string message;
-    bool done = false;
-  };
-  std::mutex mu;
-  std::condition_variable cv;
-  std::unordered_map<uint64_t, Req> reqs;
-
-  static void on_step(const vt_step_event *ev, int32_t n, void *user) {
-    auto *r = static_cast<Requests *>(user);
-    const double now = now_s();
-    std::lock_guard<std::mutex> lock(r->mu);
-    for (int32_t i = 0; i < n; ++i) {
-      Req &q = r->reqs[ev[i].request_id];
-      if (ev[i].token >= 0 && q.tokens++ == 0) q.first = now;
-      if (ev[i].finish != VT_FINISH_NONE) {
-        q.finish = ev[i].finish;
-        if (ev[i].message) q.message = ev[i].message;
-        q.done = true;
-      }
-    }
-    r->cv.notify_all();
-  }
-
-  bool wait_all(const std::vector<uint64_t> &ids) {
-    std::unique_lock<std::mutex> lock(mu);
-    return cv.wait_for(lock, std::chrono::duration<double>(kWaitSeconds), [&] {
-      for (uint64_t id : ids)
-        if (!reqs[id].done) return false;
-      return true;
-    });
-  }
-};
+using Requests = RequestTrace;
 
 struct Options {
   std::string model, device = "cuda", dtype = "bfloat16";
@@ -329,7 +292,7 @@ int main(int argc, char **argv) {
       ids.push_back(id);
     }
   }
-  if (ok && !reqs.wait_all(ids)) {
+  if (ok && !reqs.wait_all(ids, kWaitSeconds)) {
     info["errors"].push_back("requests did not finish within " + std::to_string(int(kWaitSeconds)) + " s");
     ok = false;
   }

@@ -31,32 +31,33 @@ VT_ATTENTION(bf16, bf16, 8)
 VT_KV_STORE(f32, float)
 VT_KV_STORE(bf16, bf16)
 
-#define VT_ATTENTION_SPLIT(NAME, T, VPL, MMA_HD, MIN_BLOCKS)                                                 \
-  extern "C" __global__ void __launch_bounds__(kSplitWarps * 32, MIN_BLOCKS) NAME(                           \
-      const T *q, long long q_row_stride, const T *k_cache, const T *v_cache, const int32_t *seq_q_start,     \
+// The split-K entry points' common parameters (KV: the caches' pointee, const unless the kernel writes them).
+#define VT_SPLIT_PARAMS(T, KV)                                                                               \
+  const T *q, long long q_row_stride, KV *k_cache, KV *v_cache, const int32_t *seq_q_start,                   \
       const int32_t *seq_pos0, const int32_t *block_tables, int n_seqs, int max_blocks, int block_size,       \
       int n_heads, int n_kv_heads, int head_dim, float scale, int n_splits, unsigned *tickets, float *part_ml, \
-      float *part_acc, T *out) { pdl_trigger(); pdl_wait();                                                                             \
-    attention_split<T, VPL, MMA_HD>(q, q_row_stride, k_cache, v_cache, seq_q_start, seq_pos0, block_tables,   \
-                                    n_seqs, max_blocks, block_size, n_heads, n_kv_heads, head_dim, scale,     \
-                                    n_splits, tickets, part_ml, part_acc, out);                              \
+      float *part_acc, T *out
+#define VT_SPLIT_ARGS                                                                                        \
+  q, q_row_stride, k_cache, v_cache, seq_q_start, seq_pos0, block_tables, n_seqs, max_blocks, block_size,     \
+      n_heads, n_kv_heads, head_dim, scale, n_splits, tickets, part_ml, part_acc, out
+
+#define VT_ATTENTION_SPLIT(NAME, T, VPL, MMA_HD, MIN_BLOCKS)                                                 \
+  extern "C" __global__ void __launch_bounds__(kSplitWarps * 32, MIN_BLOCKS) NAME(VT_SPLIT_PARAMS(T, const T)) { \
+    pdl_trigger();                                                                                           \
+    pdl_wait();                                                                                              \
+    attention_split<T, VPL, MMA_HD>(VT_SPLIT_ARGS);                                                          \
   }
 
 // The same with the decode step's RoPE and KV store folded in (attention_split.cuh's ROPE): q is the unroped
 // q|k|v buffer, the caches are written at slot[row].
 #define VT_ATTENTION_SPLIT_ROPE(NAME, T, VPL, MMA_HD, MIN_BLOCKS)                                            \
   extern "C" __global__ void __launch_bounds__(kSplitWarps * 32, MIN_BLOCKS) NAME(                           \
-      const T *q, long long q_row_stride, T *k_cache, T *v_cache, const int32_t *seq_q_start,                 \
-      const int32_t *seq_pos0, const int32_t *block_tables, int n_seqs, int max_blocks, int block_size,       \
-      int n_heads, int n_kv_heads, int head_dim, float scale, int n_splits, unsigned *tickets, float *part_ml, \
-      float *part_acc, T *out, const int32_t *pos, const float *inv_freq, float attn_scale,                  \
-      const float *q_norm, const float *k_norm, float eps, const int32_t *slot) {                            \
+      VT_SPLIT_PARAMS(T, T), const int32_t *pos, const float *inv_freq, float attn_scale, const float *q_norm, \
+      const float *k_norm, float eps, const int32_t *slot) {                                                 \
     pdl_trigger();                                                                                           \
     pdl_wait();                                                                                              \
     attention_split<T, VPL, MMA_HD, true>(                                                                   \
-        q, q_row_stride, k_cache, v_cache, seq_q_start, seq_pos0, block_tables, n_seqs, max_blocks,           \
-        block_size, n_heads, n_kv_heads, head_dim, scale, n_splits, tickets, part_ml, part_acc, out,          \
-        SplitRope<T>{pos, inv_freq, attn_scale, q_norm, k_norm, eps, slot, k_cache, v_cache});               \
+        VT_SPLIT_ARGS, SplitRope<T>{pos, inv_freq, attn_scale, q_norm, k_norm, eps, slot, k_cache, v_cache}); \
   }
 
 // CUDA cores, head_dim up to 32 * VPL; tensor cores (bf16) for head_dim exactly HD. MIN_BLOCKS 1 lifts

@@ -18,6 +18,7 @@
 // kv_store: cache[slot[t]] = k[t], v[t] for every token with slot[t] >= 0 (negative: padding, skipped).
 #pragma once
 
+#include "attention_row.cuh"
 #include "common.cuh"
 
 namespace vtk {
@@ -37,13 +38,7 @@ __device__ __forceinline__ void paged_attention_row(const T *__restrict__ q, lon
   const int h = blockIdx.x, row = blockIdx.y;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
-  // The row's sequence: the last s with seq_q_start[s] <= row.
-  int lo = 0, hi = n_seqs - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) >> 1;
-    if (seq_q_start[mid] <= row) lo = mid; else hi = mid - 1;
-  }
-  const int s = lo;
+  const int s = row_sequence(row, seq_q_start, n_seqs);
   const int n_keys = seq_pos0[s] + (row - seq_q_start[s]) + 1;
   const int32_t *table = block_tables + int64_t(s) * max_blocks;
   const int kvh = h / (n_heads / n_kv_heads);
@@ -86,11 +81,6 @@ __device__ __forceinline__ void paged_attention_row(const T *__restrict__ q, lon
       dot = warp_sum(dot);  // every lane takes part: the shuffles need the whole warp
       sc[j] = p0 + j < n_keys ? dot : -INFINITY;
     }
-    float mx = sc[0];
-#pragma unroll
-    for (int j = 1; j < kKeysPerWarp; ++j) mx = fmaxf(mx, sc[j]);
-    const float m_new = fmaxf(m, mx);     // finite: key p0 is always valid
-    const float alpha = expf(m - m_new);  // 0 on the first group (m = -inf)
     float vf[kKeysPerWarp][VPL];
 #pragma unroll
     for (int j = 0; j < kKeysPerWarp; ++j)
@@ -99,17 +89,7 @@ __device__ __forceinline__ void paged_attention_row(const T *__restrict__ q, lon
         const int d = lane + 32 * i;
         vf[j][i] = d < head_dim ? to_f32(vp[j][d]) : 0.f;
       }
-    l *= alpha;
-#pragma unroll
-    for (int i = 0; i < VPL; ++i) acc[i] *= alpha;
-#pragma unroll
-    for (int j = 0; j < kKeysPerWarp; ++j) {
-      const float pj = expf(sc[j] - m_new);  // 0 for masked keys
-      l += pj;
-#pragma unroll
-      for (int i = 0; i < VPL; ++i) acc[i] = fmaf(pj, vf[j][i], acc[i]);
-    }
-    m = m_new;
+    online_softmax_step<false>(sc, vf, m, l, acc);  // key p0 is always valid
   }
 
   if (lane == 0) s_m[warp] = m, s_l[warp] = l;

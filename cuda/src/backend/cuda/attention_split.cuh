@@ -23,6 +23,7 @@
 #pragma once
 
 #include "attention_mma.cuh"
+#include "attention_row.cuh"
 #include "common.cuh"
 #include "rope.cuh"
 
@@ -81,22 +82,7 @@ __device__ __forceinline__ void simt_warp_states(const T *__restrict__ qrow, con
         dot = warp_sum(dot);  // every lane takes part: the shuffles need the whole warp
         sc[j] = p0 + j < k1 ? dot : -INFINITY;
       }
-      float mx = sc[0];
-#pragma unroll
-      for (int j = 1; j < kSimtKeys; ++j) mx = fmaxf(mx, sc[j]);
-      const float m_new = fmaxf(m, mx);      // finite: key p0 is valid
-      const float alpha = exp2f(m - m_new);  // 0 on the first step (m = -inf)
-      l *= alpha;
-#pragma unroll
-      for (int i = 0; i < VPL; ++i) acc[i] *= alpha;
-#pragma unroll
-      for (int j = 0; j < kSimtKeys; ++j) {
-        const float pj = exp2f(sc[j] - m_new);  // 0 for masked keys
-        l += pj;
-#pragma unroll
-        for (int i = 0; i < VPL; ++i) acc[i] = fmaf(pj, vf[j][i], acc[i]);
-      }
-      m = m_new;
+      online_softmax_step<true>(sc, vf, m, l, acc);  // key p0 is valid
     }
     const int st = warp * G + g;
     if (lane == 0) s_m[st] = m, s_l[st] = l;
@@ -157,12 +143,7 @@ __device__ __forceinline__ void attention_split(const T *__restrict__ q, int64_t
   const int row = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
-  // The row's sequence: the last s with seq_q_start[s] <= row.
-  int lo = 0, hi = n_seqs - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) >> 1;
-    if (seq_q_start[mid] <= row) lo = mid; else hi = mid - 1;
-  }
+  const int lo = row_sequence(row, seq_q_start, n_seqs);
   const int n_keys = seq_pos0[lo] + (row - seq_q_start[lo]) + 1;
   const int want = min(n_splits, (n_keys + kSplitKeys - 1) / kSplitKeys);
   const int len = ((n_keys + want - 1) / want + kSplitKeys - 1) / kSplitKeys * kSplitKeys;

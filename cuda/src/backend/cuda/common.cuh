@@ -31,6 +31,20 @@ template <class T> __device__ __forceinline__ T from_f32(float v);
 template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
 template <> __device__ __forceinline__ bf16 from_f32<bf16>(float v) { return f32_to_bf16(v); }
 
+// 16 bytes read once (weights, logits): through the read-only path, kept out of L1 (ld.global.nc.L1::no_allocate),
+// so that what is reused (x, the normed rows) stays cached.
+__device__ __forceinline__ uint4 load_stream(const uint4 *p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+__device__ __forceinline__ float4 load_stream(const float4 *p) {
+  const uint4 v = load_stream(reinterpret_cast<const uint4 *>(p));
+  return make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z), __uint_as_float(v.w));
+}
+
 // Reads of the KV cache: through the read-only path (__ldg), or through L2 when the same launch writes the cache
 // (the decode attention with rope stores the step's key and value, then reads them back: the read-only path is
 // coherent only for data nobody writes during the launch). Same values either way.

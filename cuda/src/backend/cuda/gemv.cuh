@@ -19,14 +19,6 @@
 
 namespace vtk {
 
-__device__ __forceinline__ uint4 load_stream(const uint4 *p) {
-  uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p));
-  return v;
-}
-
 // acc += x[k .. k+8) · wf[0 .. 8)
 __device__ __forceinline__ void dot8(const float *x, const float (&wf)[8], float &acc) {
   const float4 a = *reinterpret_cast<const float4 *>(x), b = *reinterpret_cast<const float4 *>(x + 4);

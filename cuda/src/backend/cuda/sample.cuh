@@ -25,15 +25,6 @@ struct SoftmaxMax {
   float s;   // sum of exp(l - m) over the values seen, NaN excluded
 };
 
-// Logits are read once: keep them out of L1.
-__device__ __forceinline__ float4 load_logits4(const float4 *p) {
-  float4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"
-      : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-      : "l"(p));
-  return v;
-}
-
 // v[0] ← the sum of v[0 .. 2W), added as a balanced tree.
 template <int W, int K>
 __device__ __forceinline__ void pairwise_sum(float (&v)[K]) {
@@ -90,13 +81,13 @@ __device__ __forceinline__ SoftmaxMax row_softmax_max(const float *__restrict__ 
       float v[4 * kArgmaxLoads];
 #pragma unroll
       for (int u = 0; u < kArgmaxLoads; ++u) {
-        const float4 f = load_logits4(x4 + q0 + tid + u * stride);
+        const float4 f = load_stream(x4 + q0 + tid + u * stride);
         v[4 * u] = f.x, v[4 * u + 1] = f.y, v[4 * u + 2] = f.z, v[4 * u + 3] = f.w;
       }
       softmax_max_add(st, v, [&](int j) { return 4 * (q0 + tid + (j >> 2) * stride) + (j & 3); });
     }
     for (int q = q0 + tid; q < n4; q += stride) {
-      const float4 f = load_logits4(x4 + q);
+      const float4 f = load_stream(x4 + q);
       float v[4] = {f.x, f.y, f.z, f.w};
       softmax_max_add(st, v, [&](int j) { return 4 * q + j; });
     }

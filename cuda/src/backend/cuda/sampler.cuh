@@ -149,7 +149,7 @@ __device__ __forceinline__ void visit_row(const RowView &r, F &&f) {
 #pragma unroll
       for (int u = 0; u < kSampleLoads; ++u) {
         const int q = q0 + tid + u * stride;
-        a[u] = q < n4 ? load_logits4(x4 + q) : make_float4(NAN, NAN, NAN, NAN);
+        a[u] = q < n4 ? load_stream(x4 + q) : make_float4(NAN, NAN, NAN, NAN);
       }
 #pragma unroll
       for (int u = 0; u < kSampleLoads; ++u) {
