@@ -60,23 +60,21 @@ VT_KV_STORE(bf16, bf16)
         VT_SPLIT_ARGS, SplitRope<T>{pos, inv_freq, attn_scale, q_norm, k_norm, eps, slot, k_cache, v_cache}); \
   }
 
-// CUDA cores, head_dim up to 32 * VPL; tensor cores (bf16) for head_dim exactly HD. MIN_BLOCKS 1 lifts
-// ptxas's default register cap (96 at hd 128), under which the value loads of a step cannot all be in
-// flight with the key loads (q 16 + acc 32 + loads 64 registers at hd 128).
-VT_ATTENTION_SPLIT(vt_attention_split_f32_d4, float, 4, 0, 2)
-VT_ATTENTION_SPLIT(vt_attention_split_f32_d8, float, 8, 0, 2)
-VT_ATTENTION_SPLIT(vt_attention_split_bf16_d4, bf16, 4, 0, 2)
-VT_ATTENTION_SPLIT(vt_attention_split_bf16_d8, bf16, 8, 0, 2)
-VT_ATTENTION_SPLIT(vt_attention_split_bf16_mma_hd64, bf16, 0, 64, 1)
-VT_ATTENTION_SPLIT(vt_attention_split_bf16_mma_hd128, bf16, 0, 128, 1)
-VT_ATTENTION_SPLIT(vt_attention_split_bf16_mma_hd256, bf16, 0, 256, 1)
+// Every split-K kernel of one family (M: its entry macro, P: its name prefix). CUDA cores, head_dim up to
+// 32 * VPL; tensor cores (bf16) for head_dim exactly HD. MIN_BLOCKS 1 lifts ptxas's default register cap (96 at
+// hd 128), under which the value loads of a step cannot all be in flight with the key loads (q 16 + acc 32 +
+// loads 64 registers at hd 128).
+#define VT_SPLIT_FAMILY(M, P)                    \
+  M(P##_f32_d4, float, 4, 0, 2)                  \
+  M(P##_f32_d8, float, 8, 0, 2)                  \
+  M(P##_bf16_d4, bf16, 4, 0, 2)                  \
+  M(P##_bf16_d8, bf16, 8, 0, 2)                  \
+  M(P##_bf16_mma_hd64, bf16, 0, 64, 1)           \
+  M(P##_bf16_mma_hd128, bf16, 0, 128, 1)         \
+  M(P##_bf16_mma_hd256, bf16, 0, 256, 1)
+
+VT_SPLIT_FAMILY(VT_ATTENTION_SPLIT, vt_attention_split)
 // An experiment (off by default, slower on the H200: attention_split.cuh): only in builds with --experiments.
 #if VT_CUDA_EXPERIMENTS
-VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_f32_d4, float, 4, 0, 2)
-VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_f32_d8, float, 8, 0, 2)
-VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_bf16_d4, bf16, 4, 0, 2)
-VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_bf16_d8, bf16, 8, 0, 2)
-VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_bf16_mma_hd64, bf16, 0, 64, 1)
-VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_bf16_mma_hd128, bf16, 0, 128, 1)
-VT_ATTENTION_SPLIT_ROPE(vt_attention_split_rope_bf16_mma_hd256, bf16, 0, 256, 1)
+VT_SPLIT_FAMILY(VT_ATTENTION_SPLIT_ROPE, vt_attention_split_rope)
 #endif  // VT_CUDA_EXPERIMENTS
