@@ -188,9 +188,14 @@ def notes(ours, peer):
     return out
 
 
-def text(ours, peer, ours_c, peer_c):
+def run_info(ours):
+    """Our side's info block and, from it, the run's meta (commit, GPU, shape) and workload."""
     info = (ours or {}).get("info") or {}
-    meta, w = info.get("meta") or {}, info.get("workload") or {}
+    return info, info.get("meta") or {}, info.get("workload") or {}
+
+
+def text(ours, peer, ours_c, peer_c):
+    info, meta, w = run_info(ours)
     print(f"==== memory benchmark {meta.get('VT_BENCH_SHAPE', '?')}: {meta.get('VT_BENCH_GPU', '?')}; "
           f"commit {meta.get('VT_BENCH_COMMIT', '?')} ====")
     print(f"{w.get('requests')} concurrent requests x {w.get('prompt')} prompt + {w.get('new')} new tokens, greedy, then "
@@ -209,8 +214,7 @@ def text(ours, peer, ours_c, peer_c):
 
 
 def markdown(ours, peer, ours_c, peer_c):
-    info = (ours or {}).get("info") or {}
-    meta, w = info.get("meta") or {}, info.get("workload") or {}
+    info, meta, w = run_info(ours)
     shape = {"qwen3-8b": "Qwen3-8B", "qwen3-0.6b": "Qwen3-0.6B"}.get(meta.get("VT_BENCH_SHAPE"), meta.get("VT_BENCH_SHAPE", "?"))
     print(f"### {info.get('date', '????-??-??')[:10]} — {meta.get('VT_BENCH_GPU', 'GPU ?')}; commit "
           f"{meta.get('VT_BENCH_COMMIT', '?')}; {shape} shape (memory)")
