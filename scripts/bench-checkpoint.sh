@@ -1,10 +1,20 @@
-# Sourced by scripts/gpu-bench.sh and scripts/gpu-memory.sh: the random checkpoint both benchmarks measure.
+# Sourced by the GPU scripts (gpu-bench, gpu-decode-ab, gpu-memory, gpu-profile): the random checkpoint they
+# measure, and the check of its shape argument.
 #
+#   require_shape SHAPE USAGE                  returns when SHAPE is one random_checkpoint.py makes, else prints
+#                                              "usage: USAGE" and exits 2
 #   bench_checkpoint SHAPE DIR LOG TIMEOUT_S   makes DIR with scripts/random_checkpoint.py unless a finished one
 #                                              is there (its marker file is written last, so a folder that has it
 #                                              is complete), then syncs, so the writeback does not land in a
 #                                              measured run (the pages stay in the page cache). Prints one line;
 #                                              returns non-zero (with the log's tail) when it fails.
+require_shape() {
+  case "${1:-}" in
+    qwen3-0.6b | qwen3-8b) ;;
+    *) echo "usage: $2"; exit 2 ;;
+  esac
+}
+
 bench_checkpoint() {
   local shape=$1 dir=$2 log=$3 limit=$4
   if grep -qs "\"shape\": \"$shape\"" "$dir/random_checkpoint.json"; then

@@ -25,10 +25,8 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 shape=${1:-}
-case "$shape" in
-  qwen3-0.6b | qwen3-8b) ;;
-  *) echo "usage: scripts/gpu-bench.sh qwen3-0.6b|qwen3-8b [--quick]"; exit 2 ;;
-esac
+. scripts/bench-checkpoint.sh
+require_shape "$shape" "scripts/gpu-bench.sh qwen3-0.6b|qwen3-8b [--quick]"
 quick=0
 [ "${2:-}" = --quick ] && quick=1
 out=${OUT:-$root/.gpu-out/bench/$shape}
@@ -53,7 +51,6 @@ stage "gpu-bench $shape: $VT_BENCH_GPU; commit $VT_BENCH_COMMIT; $runs run(s); l
 
 # 1. The checkpoint.
 t=$SECONDS
-. scripts/bench-checkpoint.sh
 bench_checkpoint "$shape" "$ckpt" "$out/checkpoint.log" 300 || exit 1
 stage "checkpoint: $((SECONDS - t)) s"
 

@@ -11,10 +11,8 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 shape=${1:-}
-case "$shape" in
-  qwen3-0.6b | qwen3-8b) ;;
-  *) echo "usage: scripts/gpu-decode-ab.sh qwen3-0.6b|qwen3-8b [BATCHES] [VARIANT ...]"; exit 2 ;;
-esac
+. scripts/bench-checkpoint.sh
+require_shape "$shape" "scripts/gpu-decode-ab.sh qwen3-0.6b|qwen3-8b [BATCHES] [VARIANT ...]"
 batches=${2:-1,8}
 shift $(($# >= 2 ? 2 : 1))
 variants=("$@")
@@ -23,7 +21,6 @@ out=${OUT:-$root/.gpu-out/ab/$shape}
 mkdir -p "$out"
 ckpt=${VT_BENCH_DIR:-/tmp/vt-bench}/$shape-bf16
 bin=$root/.gpu-out/bench_cuda_engine
-. scripts/bench-checkpoint.sh
 bench_checkpoint "$shape" "$ckpt" "$out/checkpoint.log" 150 || exit 1
 for v in "${variants[@]}"; do
   label=${v%%:*}

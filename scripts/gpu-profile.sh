@@ -17,10 +17,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 shape=${1:-}
 batch=${2:-1}
-case "$shape" in
-  qwen3-0.6b | qwen3-8b) ;;
-  *) echo "usage: scripts/gpu-profile.sh qwen3-0.6b|qwen3-8b [BATCH]"; exit 2 ;;
-esac
+. scripts/bench-checkpoint.sh
+require_shape "$shape" "scripts/gpu-profile.sh qwen3-0.6b|qwen3-8b [BATCH]"
 out=${OUT:-$root/.gpu-out/profile/$shape}
 mkdir -p "$out"
 ckpt=${VT_BENCH_DIR:-/tmp/vt-bench}/$shape-bf16
@@ -28,7 +26,6 @@ bin=$root/.gpu-out/bench_cuda_engine
 [ -x "$bin" ] || { echo "gpu-profile: $bin missing: run 'scripts/gpu-check.sh prepare' on the build machine"; exit 1; }
 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$ncu" ] || { echo "gpu-profile: ncu not found"; exit 1; }
-. scripts/bench-checkpoint.sh
 bench_checkpoint "$shape" "$ckpt" "$out/checkpoint.log" 150 || exit 1
 
 # The step time without the profiler, graphs on (the product) and off (what ncu sees).
