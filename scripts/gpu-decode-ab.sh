@@ -5,7 +5,8 @@
 #
 #   scripts/gpu-decode-ab.sh qwen3-0.6b|qwen3-8b [BATCHES] [VARIANT ...]   there, after `gpu-check.sh prepare` here
 #
-# BATCHES: comma list (default 1,8). VARIANT: "label" or "label:VAR=value,VAR=value" (default: the product,
+# BATCHES: comma list (default 1,8). VARIANT: "label" or "label:VAR=value,VAR=value" (e.g. "no-norm:VT_CUDA_SKIP=norm"
+# or "no-small:VT_CUDA_SKIP=norm+rope+attn": what those launches cost in the step; default: the product,
 # the experiments fused norm and RoPE in the attention, and the null controls early loads off, PDL off, graphs off, and graph dedup on). JSON per variant in $OUT (else .gpu-out/ab/SHAPE).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

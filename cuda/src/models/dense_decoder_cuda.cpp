@@ -1,5 +1,6 @@
 #include "models/dense_decoder_cuda.h"
 
+#include <cstdio>
 #include <cstring>
 
 #include <algorithm>
@@ -118,6 +119,17 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // tensor-core prefill kernel); VT_CUDA_CUBLASLT=0 (own GEMM kernels only).
   if (const char *e = std::getenv("VT_CUDA_ATTN")) attn_mode_ = e;
   if (const char *e = std::getenv("VT_CUDA_FUSED_NORM")) fused_norm_ = e[0] == '1';
+  if (const char *e = std::getenv("VT_CUDA_SKIP")) {
+    std::string list = std::string(",") + e + ",";  // items apart by ',' or '+' (gpu-decode-ab.sh splits on ',')
+    std::replace(list.begin(), list.end(), '+', ',');
+    const std::pair<const char *, Skip> names[] = {{"norm", kSkipNorm}, {"rope", kSkipRope}, {"attn", kSkipAttn},
+                                                   {"qkv", kSkipQkv},   {"o", kSkipO},       {"mlp", kSkipMlp}};
+    for (const auto &[name, bit] : names)
+      if (list.find(std::string(",") + name + ",") != std::string::npos) skip_ |= bit;
+    if (skip_)
+      std::fprintf(stderr, "vtengine: VT_CUDA_SKIP=%s leaves launches out of every layer: for timing only, the "
+                           "results are wrong\n", e);
+  }
   if (const char *e = std::getenv("VT_CUDA_ROPE_ATTN")) rope_in_attn_ = e[0] == '1' && ops_->has_attention_rope();
   // Sampled rows are picked on the GPU; VT_CUDA_SAMPLE=0 sends their logits to the host sampler instead.
   if (const char *e = std::getenv("VT_CUDA_SAMPLE")) sample_on_device_ = e[0] != '0';
@@ -295,16 +307,18 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
     const DLayer &L = layers_[l];
     if (fused)
       ops_->gemv_norm(s, residual_, T, H, L.attn_norm, eps, L.qkv.ptr, L.qkv.rows, L.qkv_bias, qkv_);
-    else
+    else if (!skips(kSkipQkv))
       linear(normed_, T, L.qkv, L.qkv_bias, qkv_);
     // RoPE on q and k (after Qwen3's per-head norm when it has one), then k and v into the cache (with
     // VT_CUDA_ROPE_ATTN=1, in the decode attention's launch when every row is its sequence's only one).
     const cuda::DecodeRope rope{meta_.positions, inv_freq_, rope_scale_, L.q_norm, L.k_norm, eps, meta_.slots};
     const bool rope_in_attn = attn == kDecode && !multi_row && rope_in_attn_;
-    if (!rope_in_attn)
+    if (!rope_in_attn && !skips(kSkipRope))
       ops_->rope_store(s, qkv_, T, c_.n_heads, c_.n_kv_heads, c_.head_dim, meta_.positions, inv_freq_, rope_scale_,
                        L.q_norm, L.k_norm, eps, meta_.slots, k_cache(l), v_cache(l));
-    if (attn == kDecode)
+    if (skips(kSkipAttn)) {
+      // left out (VT_CUDA_SKIP, timing only)
+    } else if (attn == kDecode)
       ops_->attention_decode(s, qkv_, QKV, k_cache(l), v_cache(l), da, T, c_.n_heads, c_.n_kv_heads, c_.head_dim,
                              scale, max_keys, attn_ws_, attn_ws_bytes_, attn_, rope_in_attn ? &rope : nullptr);
     else if (attn == kPrefill)
@@ -320,18 +334,23 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
       if (l + 1 == c_.n_layers) ops_->rmsnorm_res32(s, residual_, T, H, final_norm_, eps, final_, /*out_f32=*/true);
       continue;
     }
-    linear(attn_, T, L.o, L.o_bias, proj_, sub_f32_);
+    if (!skips(kSkipO)) linear(attn_, T, L.o, L.o_bias, proj_, sub_f32_);
     // residual += attention output; normed = post_attention_layernorm(residual)
-    ops_->add_rmsnorm_res32(s, residual_, proj_, sub_f32_, T, H, L.mlp_norm, eps, normed_, false);
-    if (L.gate_up.dtype == DType::BF16 && T <= gemv_rows_max() && !L.gate_up_bias) {
+    if (!skips(kSkipNorm))
+      ops_->add_rmsnorm_res32(s, residual_, proj_, sub_f32_, T, H, L.mlp_norm, eps, normed_, false);
+    if (skips(kSkipMlp)) {
+      // left out (VT_CUDA_SKIP, timing only)
+    } else if (L.gate_up.dtype == DType::BF16 && T <= gemv_rows_max() && !L.gate_up_bias) {
       ops_->gemv_swiglu(s, normed_, T, H, L.gate_up.ptr, I, act_);
     } else {
       linear(normed_, T, L.gate_up, L.gate_up_bias, gate_up_);
       ops_->silu_mul(s, gate_up_, gate_up_ + CUdeviceptr(I * int64_t(as)), T, I, 2 * I, act_);
     }
-    linear(act_, T, L.down, L.down_bias, proj_, sub_f32_);
+    if (!skips(kSkipMlp)) linear(act_, T, L.down, L.down_bias, proj_, sub_f32_);
     // residual += mlp output; normed = next layer's input_layernorm, or the final norm (fp32, into final_)
-    if (l + 1 < c_.n_layers)
+    if (skips(kSkipNorm) && l + 1 < c_.n_layers) {
+      // left out (VT_CUDA_SKIP, timing only; the final norm stays, the lm_head's input)
+    } else if (l + 1 < c_.n_layers)
       ops_->add_rmsnorm_res32(s, residual_, proj_, sub_f32_, T, H, layers_[l + 1].attn_norm, eps, normed_, false);
     else
       ops_->add_rmsnorm_res32(s, residual_, proj_, sub_f32_, T, H, final_norm_, eps, final_, true);

@@ -135,6 +135,12 @@ class CudaDecoder : public Decoder {
   CudaDecoderParams p_;
   float rope_scale_ = 1.f;
   bool sub_f32_ = false;  // o/down outputs fp32 (VT_CUDA_SUBLAYER_F32=1, debugging; bf16 activations only)
+  // VT_CUDA_SKIP=norm,rope,attn,qkv,o,mlp (any of them, apart by ',' or '+'): the layers leave those launches out. For timing
+  // only (what a kind of launch costs inside the captured step, the bound on fusing it away): the results are
+  // wrong, and the engine says so on stderr when it loads. Each a bit of skip_.
+  enum Skip : unsigned { kSkipNorm = 1, kSkipRope = 2, kSkipAttn = 4, kSkipQkv = 8, kSkipO = 16, kSkipMlp = 32 };
+  unsigned skip_ = 0;
+  bool skips(Skip k) const { return (skip_ & k) != 0; }
   // VT_CUDA_ROPE_ATTN=1: decode steps fold RoPE + KV store into the attention's launch (Ops::attention_decode's
   // rope; one launch a layer fewer, the same bits). Off by default: on the H200 at batch 1 it measured 6% slower
   // on the Qwen3-0.6B shape and the same on 8B (bench/RESULTS.md). Builds without the experiments ignore it.
