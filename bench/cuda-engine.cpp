@@ -8,7 +8,8 @@
 //   prefill  one request of P random ids (P = 512, 2048, 8192), max_tokens 1: TTFT = submit -> token event,
 //            prefill tok/s = P / TTFT (max_batch_tokens 8192, so the prompt runs as one chunk).
 //   load     the checkpoint's files read through once (page cache warm), then vt_engine_load -> submit a
-//            128-token prompt with max_tokens 1 -> its token event; the engine freed after each run.
+//            128-token prompt with max_tokens 1 -> its token event; the engine freed after each run. Also when
+//            each load progress stage began (stage_start_ms: config, mapping, weights, cuda graphs, ready).
 // Every measurement runs --runs times (prefill then decode in one loaded engine, after one untimed warm-up each;
 // load in engines of their own, after it) and reports the median, min and max.
 //
@@ -33,6 +34,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -178,10 +180,21 @@ struct Bench {
     std::printf("FAIL %s: %s\n", where.c_str(), err.c_str());
   }
 
+  // When each load stage was first reported, in seconds since now_s()'s origin (the last load's).
+  std::vector<std::pair<std::string, double>> stages;
+  static void on_progress(float, const char *stage, void *user) {
+    auto &v = *static_cast<std::vector<std::pair<std::string, double>> *>(user);
+    if (v.empty() || v.back().first != stage) v.emplace_back(stage, now_s());
+  }
+
   vt_engine *load_engine(std::string &err) {
     vt_engine *e = nullptr;
     char buf[1024] = {0};
-    const vt_status st = vt_engine_load(o.model.c_str(), params, &e, buf, sizeof buf);
+    stages.clear();
+    vt_engine_params p = params;
+    p.progress = &Bench::on_progress;
+    p.progress_user = &stages;
+    const vt_status st = vt_engine_load(o.model.c_str(), p, &e, buf, sizeof buf);
     if (st != VT_OK) {
       err = std::string(vt_status_name(st)) + ": " + buf;
       return nullptr;
@@ -258,6 +271,8 @@ struct Bench {
 
   void bench_load() {
     std::vector<double> first_ms, load_ms, warm_s;
+    std::map<std::string, std::vector<double>> stage_ms;  // load start -> a stage's first report
+    std::vector<std::string> stage_order;                 // as the first load reported them
     const std::vector<std::vector<int32_t>> prompts{prompt_ids(kSeed, 0, kPrompt)};
     for (int k = 0; k < o.runs; ++k) {
       warm_s.push_back(warm_page_cache(o.model).second);
@@ -280,14 +295,24 @@ struct Bench {
       if (!ok) return fail("load", err);
       first_ms.push_back(1e3 * (first - t0));
       load_ms.push_back(1e3 * (t1 - t0));
+      for (const auto &[stage, at] : stages) {
+        if (!stage_ms.count(stage)) stage_order.push_back(stage);
+        stage_ms[stage].push_back(1e3 * (at - t0));
+      }
     }
     json &j = out["load"];
     j["to_first_token_ms"] = stat(first_ms);
     j["load_ms"] = stat(load_ms);
     j["page_cache_reread_s"] = warm_s;
+    // Where the load's time goes: when each progress stage began (the last ends at "ready").
+    for (const std::string &stage : stage_order) j["stage_start_ms"][stage] = stat(stage_ms[stage]);
     std::printf("load -> first token %9.1f ms (min %.1f, max %.1f; vt_engine_load alone %.1f ms)\n",
                 j["to_first_token_ms"]["median"].get<double>(), j["to_first_token_ms"]["min"].get<double>(),
                 j["to_first_token_ms"]["max"].get<double>(), j["load_ms"]["median"].get<double>());
+    std::printf("load stages (start, ms):");
+    for (const std::string &stage : stage_order)
+      std::printf(" %s %.1f", stage.c_str(), j["stage_start_ms"][stage]["median"].get<double>());
+    std::printf("\n");
     save();
   }
 

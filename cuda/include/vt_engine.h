@@ -51,7 +51,8 @@ typedef enum vt_finish {
 
 typedef struct vt_engine vt_engine;
 
-/* Load progress: fraction in [0,1] and a short stage name ("mapping", "weights", "kv cache").
+/* Load progress: fraction in [0,1] and a short stage name ("config", "mapping", "weights", "kv cache" on the
+ * CPU, "cuda graphs" on the GPU, "ready").
  * Called on the loading thread. */
 typedef void (*vt_progress_fn)(float fraction, const char *stage, void *user);
 

@@ -24,7 +24,7 @@ export type DeviceOption = 'cpu' | 'cuda' | 'auto';
 export interface LoadProgress {
   /** How far the load is, from 0 to 1. */
   fraction: number;
-  /** A short name of what the load is doing, such as `'mapping'`, `'weights'` or `'kv cache'`. */
+  /** A short name of what the load is doing, such as `'mapping'`, `'weights'`, `'kv cache'` (CPU) or `'cuda graphs'`. */
   stage: string;
 }
 

@@ -108,7 +108,7 @@ CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const C
 }
 
 CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Checkpoint &ck, const CudaDecoderParams &p,
-                         const std::function<void(int, int)> &progress)
+                         const Progress &progress)
     : c_(config), p_(p) {
   ctx_ = std::make_unique<cuda::Context>(0);
   stream_ = std::make_unique<cuda::Stream>();
@@ -185,7 +185,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
     }
     d.down_bias = upload(L.down_bias);
     layers_.push_back(d);
-    if (progress) progress(l + 1, c_.n_layers);
+    if (progress) progress("weights", l + 1, c_.n_layers);
   }
   // The fused norm path needs every layer's products on the GEMV (bf16 weights, no gate/up biases).
   for (const DLayer &L : layers_)
@@ -229,7 +229,11 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   iota_.upload(stream_->get(), iota.data(), iota.size() * 4);
   workspace_bytes_ += int64_t(iota_.bytes());
   ctx_->synchronize();
-  if (!p.graph_buckets.empty()) capture_graphs();
+  if (!p.graph_buckets.empty()) {
+    if (progress) progress("cuda graphs", 0, 1);
+    capture_graphs();
+    if (progress) progress("cuda graphs", 1, 1);
+  }
 }
 
 CudaDecoder::~CudaDecoder() {

@@ -67,9 +67,12 @@ class CudaDecoder : public Decoder {
                                   bool sub_f32 = false);
 
   // Uploads every tensor of `w` (views into `ck`'s mapping), releasing each tensor's mapped pages once it is on
-  // the device, and allocates the KV pool and the activations. `progress(done, total)` after each layer.
+  // the device, and allocates the KV pool and the activations, then captures the decode graphs.
+  // `progress(stage, done, total)`: "weights" after each layer, "cuda graphs" before (0 of 1) and after (1 of 1)
+  // the capture.
+  using Progress = std::function<void(const char *stage, int done, int total)>;
   CudaDecoder(const ModelConfig &config, const Weights &w, const Checkpoint &ck, const CudaDecoderParams &p,
-              const std::function<void(int, int)> &progress);
+              const Progress &progress);
   ~CudaDecoder() override;
 
   void forward(const ForwardBatch &b) override;
