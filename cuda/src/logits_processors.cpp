@@ -30,4 +30,48 @@ void apply_logits_processors(const LogitsProcessors &p, const std::vector<int32_
   }
 }
 
+void ProcessorLists::clear() {
+  rows.clear();
+  seen_offsets.assign(1, 0);
+  seen_ids.clear();
+  seen_counts.clear();
+  bias_offsets.assign(1, 0);
+  bias_ids.clear();
+  bias_values.clear();
+}
+
+void ProcessorLists::add(const LogitsProcessors &p, const std::vector<int32_t> &tokens, int32_t n_prompt,
+                         int32_t vocab) {
+  rows.push_back({p.repetition_penalty, p.presence_penalty, p.frequency_penalty});
+  const bool repetition = p.repetition_penalty != 1.f;
+  const bool additive = p.presence_penalty != 0.f || p.frequency_penalty != 0.f;
+  if (repetition || additive) {
+    // counts[id]: -1 not listed yet, else its output count so far; reset for the listed ids afterwards, so the
+    // scratch stays -1 between rows (O(tokens) per row, not O(vocab)).
+    std::vector<int32_t> &counts = counts_;
+    if (counts.size() != size_t(vocab)) counts.assign(size_t(vocab), -1);
+    const size_t first = seen_ids.size();
+    for (size_t i = repetition ? 0 : size_t(n_prompt); i < tokens.size(); ++i) {
+      int32_t &c = counts[size_t(tokens[i])];
+      if (c < 0) seen_ids.push_back(tokens[i]), c = 0;
+      if (i >= size_t(n_prompt)) ++c;
+    }
+    for (size_t j = first; j < seen_ids.size(); ++j) {
+      seen_counts.push_back(counts[size_t(seen_ids[j])]);
+      counts[size_t(seen_ids[j])] = -1;
+    }
+  }
+  seen_offsets.push_back(int32_t(seen_ids.size()));
+  for (const auto &[id, bias] : p.logit_bias) bias_ids.push_back(id), bias_values.push_back(bias);
+  bias_offsets.push_back(int32_t(bias_ids.size()));
+}
+
+size_t ProcessorLists::upload_bytes(int32_t r0, int32_t n) const {
+  auto up16 = [](size_t b) { return (b + 15) & ~size_t(15); };
+  const size_t seen = size_t(seen_offsets[size_t(r0 + n)] - seen_offsets[size_t(r0)]);
+  const size_t bias = size_t(bias_offsets[size_t(r0 + n)] - bias_offsets[size_t(r0)]);
+  return up16(size_t(n) * sizeof(cuda::PenaltyRow)) + 2 * up16(size_t(n + 1) * 4) + 2 * up16(seen * 4) +
+         2 * up16(bias * 4);
+}
+
 }  // namespace vt

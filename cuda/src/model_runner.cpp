@@ -68,8 +68,8 @@ void ModelRunner::run(const std::vector<ScheduledChunk> &plan) {
       results_.assign(size_t(n_rows), SampleResult{});
       for (int32_t i = 0; i < n_rows; ++i) results_[size_t(i)].token = tokens_out_[size_t(i)];
     }
-  } else if (no_processors && model_->samples_on_device()) {
-    sample_on_device(plan, top_n);
+  } else if (n_rows > 0 && model_->samples_on_device() && (no_processors || device_processors(plan))) {
+    sample_on_device(plan, top_n, !no_processors);
     has_tokens_ = true;
   }
   if (!has_tokens_) model_->project(logit_rows_.data(), n_rows, logits_.data());
@@ -84,7 +84,16 @@ void ModelRunner::run(const std::vector<ScheduledChunk> &plan) {
 // vt::sample would make it (one Rng::uniform() when temperature > 0), so a seeded request gives the same draws
 // on either path; the results are laid out as vt::sample's SampleResult (logprob and the top list only when the
 // request asked for logprobs).
-void ModelRunner::sample_on_device(const std::vector<ScheduledChunk> &plan, int32_t top_n) {
+// The sampled rows' logits processors as the device takes them (every sampled row, in order; a row without
+// processors gets none), and whether the model can apply them this step.
+bool ModelRunner::device_processors(const std::vector<ScheduledChunk> &plan) {
+  proc_lists_.clear();
+  for (const auto &c : plan)
+    if (c.sample) proc_lists_.add(c.seq->processors, c.seq->tokens, c.seq->n_prompt, vocab_);
+  return model_->applies_processors(proc_lists_);
+}
+
+void ModelRunner::sample_on_device(const std::vector<ScheduledChunk> &plan, int32_t top_n, bool with_processors) {
   const size_t n = logit_rows_.size();
   sample_params_.clear();
   for (const auto &c : plan) {
@@ -103,7 +112,7 @@ void ModelRunner::sample_on_device(const std::vector<ScheduledChunk> &plan, int3
   top_ids_.resize(n * size_t(top_n));
   top_lps_.resize(n * size_t(top_n));
   model_->sample(logit_rows_.data(), int32_t(n), sample_params_.data(), top_n, tokens_out_.data(), sampled_lps_.data(),
-                 top_ids_.data(), top_lps_.data());
+                 top_ids_.data(), top_lps_.data(), with_processors ? &proc_lists_ : nullptr);
   results_.assign(n, SampleResult{});
   size_t i = 0;
   for (const auto &c : plan) {

@@ -23,8 +23,9 @@ class ModelRunner {
   // When the model can pick the step's tokens where its logits are (the GPU), the logits stay there:
   // has_tokens() is true, result(i) is the i-th sampled chunk's vt::sample result and logits(i) must not be
   // read. That is the case when every sampled sequence is plain greedy (temperature 0, no logprobs, no logits
-  // processors: the argmax the decode graph computes), or when none has logits processors and the model
-  // samples on the device (Decoder::sample; the request's Rng draw is made here).
+  // processors: the argmax the decode graph computes), or when the model samples on the device (Decoder::sample;
+  // the request's Rng draw is made here) and either no sampled sequence has logits processors or the model
+  // applies them there too (Decoder::applies_processors).
   bool has_tokens() const { return has_tokens_; }
   const SampleResult &result(int32_t i) const { return results_[size_t(i)]; }
   const std::vector<float> &prompt_logprobs(size_t c) const { return prompt_lp_[c]; }
@@ -47,7 +48,9 @@ class ModelRunner {
   std::vector<SampleResult> results_;                 // (n_sampled), when has_tokens_
   bool has_tokens_ = false;
   static constexpr int32_t kMaxTop = 20;              // SampleResult's top list
-  void sample_on_device(const std::vector<ScheduledChunk> &plan, int32_t top_n);
+  void sample_on_device(const std::vector<ScheduledChunk> &plan, int32_t top_n, bool with_processors);
+  bool device_processors(const std::vector<ScheduledChunk> &plan);
+  ProcessorLists proc_lists_;                         // the step's, when some sampled row has processors
   std::vector<std::vector<float>> prompt_lp_;         // per chunk
   std::vector<int32_t> prompt_lp_start_;              // per chunk
   std::vector<float> block_logits_;                   // (kPromptBlock, vocab) scratch for teacher forcing

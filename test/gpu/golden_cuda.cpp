@@ -190,22 +190,34 @@ uint64_t submit_sampled(vt_engine *e, const Prompt &p, size_t i) {
   rp.min_p = i % 5 == 1 ? 0.05f : 0.f;
   rp.seed = 1000 + i, rp.has_seed = 1;
   rp.logprobs = int32_t(i % 4);  // 0 .. 3: the token's logprob and a top list, or none
+  // Every third (from the second) with logits processors: the penalties and a bias.
+  static const int32_t bias_ids[] = {5, 9, 5};
+  static const float bias_values[] = {-2.f, 1.5f, 0.5f};
+  if (i % 3 == 1) {
+    rp.repetition_penalty = i % 2 ? 1.3f : 1.f;
+    rp.presence_penalty = 0.4f;
+    rp.frequency_penalty = 0.1f;
+    rp.n_logit_bias = 3, rp.logit_bias_ids = bias_ids, rp.logit_bias_values = bias_values;
+  }
   return submit_with(e, p, rp);
 }
 
 // Sampling on the device (issue 4): the same seeded, sampled requests (temperature, top-k, top-p, min-p,
-// logprobs; some greedy with logprobs) on an engine loaded with VT_CUDA_SAMPLE=1, which samples where the
-// logits are, and on one loaded with VT_CUDA_SAMPLE=0, whose host sampler (sampling.cpp, unit-tested against
+// logprobs; some greedy with logprobs; some with penalties and a logit bias) on an engine loaded with
+// VT_CUDA_SAMPLE=1 VT_CUDA_PENALTIES=1, which samples (and applies the processors) where the logits are, and on
+// one loaded with both 0, whose host sampler (sampling.cpp, unit-tested against
 // its own reference) gets the same logits: ids equal, logprobs and top lists within 1e-4 (fp32 sums on the GPU,
 // double on the host). Each prompt alone; with fp32 activations also all at once (a batch's rows are bitwise the
 // rows alone there, so the batches need not be scheduled alike). Returns false when it failed.
 vt_engine *load_with_sampling(const std::string &name, const fs::path &dir, const vt_engine_params &ep,
                               const char *on_device, Collector &col) {
   setenv("VT_CUDA_SAMPLE", on_device, 1);
+  setenv("VT_CUDA_PENALTIES", on_device, 1);
   vt_engine *e = nullptr;
   char err[1024] = {0};
   const vt_status st = vt_engine_load(dir.c_str(), ep, &e, err, sizeof err);
   unsetenv("VT_CUDA_SAMPLE");
+  unsetenv("VT_CUDA_PENALTIES");
   if (st != VT_OK) {
     fail_check(name + ": load with VT_CUDA_SAMPLE=" + on_device + ": " + err);
     return nullptr;

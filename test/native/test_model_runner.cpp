@@ -1,5 +1,6 @@
 // ModelRunner's choice of where a step's tokens are picked, with a fake model: the device path (Decoder::sample)
-// only when no sampled sequence has logits processors and the model can; each request's uniform draw made
+// only when the model can, and, when a sampled sequence has logits processors, only when the model also takes
+// those (Decoder::applies_processors; then it gets every sampled row's lists); each request's uniform draw made
 // exactly as vt::sample makes it (one Rng::uniform() when temperature > 0, none otherwise), so a seeded request
 // draws the same numbers on either path; the results shaped as vt::sample's (logprob and top list only when
 // asked). The GPU side of the same contract is golden_cuda's device-sampling check.
@@ -27,11 +28,17 @@ struct FakeDecoder : vt::Decoder {
     for (int32_t i = 0; i < n * kVocab; ++i) logits[i] = float(i % kVocab);
   }
   bool samples_on_device() const override { return on_device; }
+  bool takes_processors = false;  // applies_processors' answer
+  bool lists_given = false;       // whether the last sample() got lists
+  vt::ProcessorLists lists;       // a copy of them
+  bool applies_processors(const vt::ProcessorLists &) const override { return takes_processors; }
   void sample(const int32_t *, int32_t n, const vt::cuda::SampleRow *p, int32_t top_n, int32_t *ids, float *lps,
-              int32_t *top_ids, float *top_lps) override {
+              int32_t *top_ids, float *top_lps, const vt::ProcessorLists *l) override {
     ++sampled;
     last_top_n = top_n;
     params.assign(p, p + n);
+    lists_given = l != nullptr;
+    if (l) lists = *l;
     for (int32_t i = 0; i < n; ++i) {
       ids[i] = 3 + i, lps[i] = -0.25f * float(i + 1);
       for (int32_t k = 0; k < top_n; ++k) top_ids[i * top_n + k] = 10 - k, top_lps[i * top_n + k] = -float(k + i);
@@ -104,6 +111,35 @@ void host_paths() {
     CHECK(!runner.has_tokens() && f->sampled == 0 && f->projected == 1);
     vt::Rng r5(5);
     CHECK(seqs[0]->rng.uniform() == r5.uniform());  // not drawn by the runner: vt::sample will
+  }
+  {  // the same on a model that applies processors on the device: sampled there, with every row's lists
+    auto fake = std::make_unique<FakeDecoder>();
+    FakeDecoder *f = fake.get();
+    f->takes_processors = true;
+    vt::ModelRunner runner(std::move(fake), kBlock, kVocab, 16, 4);
+    std::vector<std::unique_ptr<vt::Sequence>> seqs;
+    seqs.push_back(seq(0, 0.8f, 0, 5));
+    seqs.push_back(seq(1, 0.f, 0, 6));  // greedy with processors: picked on the device after them
+    seqs[1]->processors.repetition_penalty = 1.2f;
+    seqs[1]->processors.logit_bias = {{7, -1.f}};
+    runner.run(decode_plan(seqs));
+    CHECK(runner.has_tokens() && f->sampled == 1 && f->projected == 0 && f->lists_given);
+    CHECK(f->lists.n_rows() == 2 && f->lists.rows[0].repetition == 1.f && f->lists.rows[1].repetition == 1.2f);
+    CHECK(f->lists.seen_offsets == std::vector<int32_t>({0, 0, 5}));  // row 1: ids 1..5 of its tokens
+    CHECK(f->lists.bias_offsets == std::vector<int32_t>({0, 0, 1}) && f->lists.bias_ids[0] == 7);
+    vt::Rng r5(5), r6(6);
+    r5.uniform();
+    CHECK(seqs[0]->rng.uniform() == r5.uniform() && seqs[1]->rng.uniform() == r6.uniform());
+  }
+  {  // without processors the device gets no lists
+    auto fake = std::make_unique<FakeDecoder>();
+    FakeDecoder *f = fake.get();
+    f->takes_processors = true;
+    vt::ModelRunner runner(std::move(fake), kBlock, kVocab, 16, 4);
+    std::vector<std::unique_ptr<vt::Sequence>> seqs;
+    seqs.push_back(seq(0, 0.8f, 0, 5));
+    runner.run(decode_plan(seqs));
+    CHECK(runner.has_tokens() && f->sampled == 1 && !f->lists_given);
   }
   {  // a model that cannot sample on the device
     auto fake = std::make_unique<FakeDecoder>();

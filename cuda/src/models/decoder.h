@@ -7,6 +7,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cuda/sample_rows.h"
+#include "logits_processors.h"
 
 namespace vt {
 
@@ -35,8 +36,14 @@ class Decoder {
   // as vt::sample would (only when temperature > 0); → ids[i], logprobs[i] (the token's log-softmax of the raw
   // logits) and, when top_n > 0, the top_n largest per row (top_ids/top_lps, (n, top_n), as SampleResult's).
   virtual bool samples_on_device() const { return false; }
+  // lists (row i of them for row i; nullptr: none): the rows' logits processors, applied to their logits before
+  // sampling, as apply_logits_processors would on the host (so logprobs are of the processed logits, as there);
+  // only given when applies_processors(lists) said yes.
   virtual void sample(const int32_t * /*rows*/, int32_t /*n*/, const cuda::SampleRow * /*params*/, int32_t /*top_n*/,
-                      int32_t * /*ids*/, float * /*logprobs*/, int32_t * /*top_ids*/, float * /*top_lps*/) {}
+                      int32_t * /*ids*/, float * /*logprobs*/, int32_t * /*top_ids*/, float * /*top_lps*/,
+                      const ProcessorLists * /*lists*/ = nullptr) {}
+  // Whether sample() can take these lists this step (false: the caller sends the logits to the host).
+  virtual bool applies_processors(const ProcessorLists & /*lists*/) const { return false; }
 };
 
 }  // namespace vt

@@ -134,6 +134,8 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // Sampled rows are picked on the GPU; VT_CUDA_SAMPLE=0 sends their logits to the host sampler instead.
   if (const char *e = std::getenv("VT_CUDA_SAMPLE")) sample_on_device_ = e[0] != '0';
   if (c_.vocab_size > cuda::Ops::kSampleMaxVocab) sample_on_device_ = false;
+  const char *pen_env = std::getenv("VT_CUDA_PENALTIES");
+  const bool penalties_on_device = sample_on_device_ && pen_env && pen_env[0] == '1';
   const char *blas_env = std::getenv("VT_CUDA_CUBLASLT");
   if (p.act == cuda::Act::BF16 && !(blas_env && blas_env[0] == '0')) {
     blas_ = std::make_unique<cuda::CublasLt>(*ctx_);
@@ -213,6 +215,10 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // Zeroed once: its tickets must start at zero (every attention_decode call leaves them so).
   cuda::check(cuda::driver().cuMemsetD8Async(attn_ws_, 0, std::max<size_t>(attn_ws_bytes_, 16), stream_->get()),
               "cuMemsetD8Async(attention workspace)");
+  if (penalties_on_device) {  // counted in workspace_bytes_ (not in Engine.estimate while an experiment)
+    proc_dev_ = scratch(kProcBytes, 1);
+    proc_pinned_ = cuda::PinnedBuffer(kProcBytes);
+  }
   meta_buf_ = cuda::DeviceBuffer(meta_elems_ * 4);
   workspace_bytes_ += int64_t(meta_buf_.bytes()) + (blas_ ? blas_->workspace_bytes() : 0);
   meta_pinned_ = cuda::PinnedBuffer(meta_elems_ * 4);
@@ -473,8 +479,47 @@ bool CudaDecoder::greedy(const int32_t *rows, int32_t n, int32_t *ids) {
   return true;
 }
 
+bool CudaDecoder::applies_processors(const ProcessorLists &lists) const {
+  if (!proc_dev_) return false;
+  for (int32_t i0 = 0; i0 < lists.n_rows(); i0 += p_.max_logit_rows)
+    if (lists.upload_bytes(i0, std::min(p_.max_logit_rows, lists.n_rows() - i0)) > kProcBytes) return false;
+  return true;
+}
+
+namespace {
+
+// Rows [r0, r0 + m) of `lists` into `dst` (host) in ProcessorLists::upload_bytes' layout: penalty rows, seen
+// offsets (rebased to 0), seen ids, seen counts, bias offsets (rebased), bias ids, bias values, each part
+// starting 16-byte aligned; `at` receives each part's byte offset.
+void stage_lists(const ProcessorLists &lists, int32_t r0, int32_t m, uint8_t *dst, size_t (&at)[7]) {
+  size_t off = 0;
+  auto put = [&](int part, const void *src, size_t bytes) {
+    at[part] = off;
+    if (bytes) std::memcpy(dst + off, src, bytes);
+    off += (bytes + 15) & ~size_t(15);
+  };
+  auto rebased = [&](const std::vector<int32_t> &o, std::vector<int32_t> &out) {
+    out.resize(size_t(m) + 1);
+    for (int32_t i = 0; i <= m; ++i) out[size_t(i)] = o[size_t(r0 + i)] - o[size_t(r0)];
+  };
+  std::vector<int32_t> so, bo;
+  rebased(lists.seen_offsets, so);
+  rebased(lists.bias_offsets, bo);
+  const size_t s0 = size_t(lists.seen_offsets[size_t(r0)]), ns = size_t(so.back());
+  const size_t b0 = size_t(lists.bias_offsets[size_t(r0)]), nb = size_t(bo.back());
+  put(0, lists.rows.data() + r0, size_t(m) * sizeof(cuda::PenaltyRow));
+  put(1, so.data(), so.size() * 4);
+  put(2, lists.seen_ids.data() + s0, ns * 4);
+  put(3, lists.seen_counts.data() + s0, ns * 4);
+  put(4, bo.data(), bo.size() * 4);
+  put(5, lists.bias_ids.data() + b0, nb * 4);
+  put(6, lists.bias_values.data() + b0, nb * 4);
+}
+
+}  // namespace
+
 void CudaDecoder::sample(const int32_t *rows, int32_t n, const cuda::SampleRow *params, int32_t top_n, int32_t *ids,
-                         float *logprobs, int32_t *top_ids, float *top_lps) {
+                         float *logprobs, int32_t *top_ids, float *top_lps, const ProcessorLists *lists) {
   if (n <= 0) return;
   if (top_n < 0 || top_n > kMaxTopLogprobs) fail(VT_ERR_INTERNAL, "CudaDecoder::sample: top_n out of range");
   ctx_->make_current();
@@ -489,6 +534,17 @@ void CudaDecoder::sample(const int32_t *rows, int32_t n, const cuda::SampleRow *
     cuda::check(cuda::driver().cuMemcpyHtoDAsync(sample_rows_, sample_pinned_.as<cuda::SampleRow>(),
                                                  size_t(m) * sizeof(cuda::SampleRow), s),
                 "cuMemcpyHtoDAsync(sample rows)");
+    if (lists) {  // the processors first, in place on the rows' logits (applies_processors said they fit)
+      if (!proc_dev_ || lists->upload_bytes(i0, m) > kProcBytes)
+        fail(VT_ERR_INTERNAL, "CudaDecoder::sample: logits processors the device was not asked to take");
+      size_t at[7];
+      stage_lists(*lists, i0, m, proc_pinned_.as<uint8_t>(), at);
+      cuda::check(cuda::driver().cuMemcpyHtoDAsync(proc_dev_, proc_pinned_.as<uint8_t>(), lists->upload_bytes(i0, m), s),
+                  "cuMemcpyHtoDAsync(logits processors)");
+      const CUdeviceptr d = proc_dev_;
+      ops_->apply_penalties(s, logits_, m, V, V, d + at[0], d + at[1], d + at[2], d + at[3], d + at[4], d + at[5],
+                            d + at[6]);
+    }
     ops_->sample(s, logits_, m, V, V, sample_rows_, ids_, lps_);
     if (top_n > 0) ops_->top_logprobs(s, logits_, m, V, V, top_n, top_ids_, top_lps_);
     // Down: ids (m) | logprobs (m) | top ids (m, top_n) | top logprobs (m, top_n), packed in the staging area
@@ -512,7 +568,8 @@ void CudaDecoder::sample(const int32_t *rows, int32_t n, const cuda::SampleRow *
       std::memcpy(top_lps + int64_t(i0) * top_n, out + size_t(m) * 8 + top_bytes, top_bytes);
     }
   }
-  if (!ready) head_rows_ = 0;  // logits_ now holds gathered rows
+  // logits_ now holds gathered rows, or rows the processors changed: later project()s recompute theirs
+  if (!ready || lists) head_rows_ = 0;
 }
 
 }  // namespace vt

@@ -82,7 +82,10 @@ class CudaDecoder : public Decoder {
   // checks it against the host sampler: the same ids, logprobs within 1e-4, alone and batched.
   bool samples_on_device() const override { return sample_on_device_; }
   void sample(const int32_t *rows, int32_t n, const cuda::SampleRow *params, int32_t top_n, int32_t *ids,
-              float *logprobs, int32_t *top_ids, float *top_lps) override;
+              float *logprobs, int32_t *top_ids, float *top_lps, const ProcessorLists *lists = nullptr) override;
+  // VT_CUDA_PENALTIES=1 (not yet verified on a GPU, so off): the logits processors on the device too
+  // (Ops::apply_penalties), when each chunk of max_logit_rows rows' lists fits kProcBytes.
+  bool applies_processors(const ProcessorLists &lists) const override;
 
   const std::string &device_name() const { return ctx_->name(); }
   const cuda::Context &context() const { return *ctx_; }  // its figures for memory reports (mem_info, name)
@@ -189,6 +192,9 @@ class CudaDecoder : public Decoder {
   CUdeviceptr top_ids_ = 0, top_lps_ = 0;  // (max_logit_rows, kMaxTopLogprobs) int32 / fp32
   static constexpr int32_t kMaxTopLogprobs = 20;
   bool sample_on_device_ = true;
+  static constexpr size_t kProcBytes = size_t(4) << 20;  // one chunk's processor lists, staged and on the device
+  cuda::PinnedBuffer proc_pinned_;                       // allocated with VT_CUDA_PENALTIES=1 only
+  CUdeviceptr proc_dev_ = 0;
   CUdeviceptr attn_ws_ = 0;                // split-K decode attention partials, for up to attn_ws_rows_ rows
   int32_t attn_ws_rows_ = 0;
   size_t attn_ws_bytes_ = 0;

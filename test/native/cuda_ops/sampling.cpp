@@ -518,9 +518,8 @@ void test_penalties(Env &env, cuda::Ops &ops) {
         std::vector<float> host(size_t(offset + n * ld + 16));
         for (float &v : host) v = float(uni(-10, 10));
         std::vector<float> want = host;
-        std::vector<int32_t> seen_off{0}, seen_ids, seen_counts, bias_off{0}, bias_ids, counts;
-        std::vector<float> bias_vals;
-        std::vector<cuda::PenaltyRow> prow(static_cast<size_t>(n));
+        std::vector<int32_t> counts;
+        ProcessorLists lists;  // the engine's builder of the GPU's lists (logits_processors.h)
         const float reps[] = {1.f, 1.3f, 0.7f}, pres[] = {0.f, 0.6f, -0.4f}, freqs[] = {0.f, 0.25f, -0.1f};
         for (int64_t r = 0; r < n; ++r) {
           LogitsProcessors lp;
@@ -550,22 +549,12 @@ void test_penalties(Env &env, cuda::Ops &ops) {
           float *w = want.data() + offset + r * ld;
           std::copy_n(x, vocab, w);
           apply_logits_processors(lp, tokens, n_prompt, w, vocab, counts);
-          // the GPU's lists: distinct ids of prompt + output with their count in the output, and the biases
-          std::vector<int32_t> out_count(size_t(vocab), -1);
-          for (int32_t i = 0; i < n_prompt + n_out; ++i) {
-            int32_t &c = out_count[size_t(tokens[size_t(i)])];
-            if (c < 0) seen_ids.push_back(tokens[size_t(i)]), c = 0;
-            if (i >= n_prompt) ++c;
-          }
-          for (size_t j = size_t(seen_off.back()); j < seen_ids.size(); ++j) seen_counts.push_back(out_count[size_t(seen_ids[j])]);
-          seen_off.push_back(int32_t(seen_ids.size()));
-          for (const auto &[id, bias] : lp.logit_bias) bias_ids.push_back(id), bias_vals.push_back(bias);
-          bias_off.push_back(int32_t(bias_ids.size()));
-          prow[size_t(r)] = {lp.repetition_penalty, lp.presence_penalty, lp.frequency_penalty};
+          lists.add(lp, tokens, n_prompt, vocab);
         }
-        DeviceBuffer dl = upload_raw(host), dr = upload_raw(prow), dso = upload_raw(seen_off), dsi = upload_raw(seen_ids),
-                     dsc = upload_raw(seen_counts), dbo = upload_raw(bias_off), dbi = upload_raw(bias_ids),
-                     dbv = upload_raw(bias_vals);
+        DeviceBuffer dl = upload_raw(host), dr = upload_raw(lists.rows), dso = upload_raw(lists.seen_offsets),
+                     dsi = upload_raw(lists.seen_ids), dsc = upload_raw(lists.seen_counts),
+                     dbo = upload_raw(lists.bias_offsets), dbi = upload_raw(lists.bias_ids),
+                     dbv = upload_raw(lists.bias_values);
         ops.apply_penalties(env.stream.get(), dl.ptr() + CUdeviceptr(offset * 4), n, vocab, ld, dr.ptr(), dso.ptr(),
                             dsi.ptr(), dsc.ptr(), variant == 2 ? 0 : dbo.ptr(), dbi.ptr(), dbv.ptr());
         env.stream.synchronize();
