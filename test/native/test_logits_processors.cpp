@@ -11,6 +11,18 @@
 #include "check.h"
 #include "logits_processors.h"
 
+// The processors' published rules, in double.
+std::vector<double> published(const vt::LogitsProcessors &p, const std::vector<int32_t> &tokens, int n_prompt,
+                              const std::vector<float> &logits) {
+  std::vector<double> want(logits.begin(), logits.end());
+  for (auto &[id, b] : p.logit_bias) want[id] += b;
+  std::set<int> seen(tokens.begin(), tokens.end());
+  for (int id : seen) want[id] = want[id] < 0 ? want[id] * p.repetition_penalty : want[id] / p.repetition_penalty;
+  std::map<int, int> counts;
+  for (size_t i = n_prompt; i < tokens.size(); ++i) counts[tokens[i]]++;
+  for (auto &[id, c] : counts) want[id] -= p.presence_penalty + p.frequency_penalty * c;
+  return want;
+}
 
 int main() {
   std::mt19937 gen(7);
@@ -30,14 +42,7 @@ int main() {
     p.frequency_penalty = trial % 5 ? 0.25f : 0.f;
     p.logit_bias = {{tok(gen), 2.f}, {tok(gen), -1.5f}};
 
-    std::vector<double> want(logits.begin(), logits.end());
-    for (auto &[id, b] : p.logit_bias) want[id] += b;
-    std::set<int> seen(tokens.begin(), tokens.end());
-    for (int id : seen) want[id] = want[id] < 0 ? want[id] * p.repetition_penalty : want[id] / p.repetition_penalty;
-    std::map<int, int> counts;
-    for (size_t i = n_prompt; i < tokens.size(); ++i) counts[tokens[i]]++;
-    for (auto &[id, c] : counts) want[id] -= p.presence_penalty + p.frequency_penalty * c;
-
+    const std::vector<double> want = published(p, tokens, n_prompt, logits);
     vt::apply_logits_processors(p, tokens, n_prompt, logits.data(), V, scratch);
     double err = 0;
     for (int v = 0; v < V; ++v) err = std::max(err, std::fabs(double(logits[v]) - want[v]));
@@ -65,17 +70,11 @@ int main() {
       p.frequency_penalty = r == 3 ? 0.f : 0.1f * float(r);
       if (r != 2) p.logit_bias = {{tok(gen), 1.f}, {tok(gen), -2.f}};
       if (r == 0) p.logit_bias.push_back(p.logit_bias[0]);  // the same id twice
-      std::vector<double> want(logits.begin(), logits.end());
-      for (auto &[id, b] : p.logit_bias) want[id] += b;
-      std::set<int> seen(tokens.begin(), tokens.end());
-      for (int id : seen) want[id] = want[id] < 0 ? want[id] * p.repetition_penalty : want[id] / p.repetition_penalty;
-      std::map<int, int> counts;
-      for (size_t i = n_prompt; i < tokens.size(); ++i) counts[tokens[i]]++;
-      for (auto &[id, c] : counts) want[id] -= p.presence_penalty + p.frequency_penalty * c;
       lists.add(p, tokens, n_prompt, V);
+      const std::set<int> seen(tokens.begin(), tokens.end()), output(tokens.begin() + n_prompt, tokens.end());
       const size_t listed = size_t(lists.seen_offsets[r + 1] - lists.seen_offsets[r]);
-      CHECK(listed == (p.repetition_penalty != 1.f ? seen.size() : r == 3 ? 0 : counts.size()));
-      wants.push_back(want);
+      CHECK(listed == (p.repetition_penalty != 1.f ? seen.size() : r == 3 ? 0 : output.size()));
+      wants.push_back(published(p, tokens, n_prompt, logits));
       rows.push_back(logits);
     }
     CHECK(lists.n_rows() == 4 && lists.seen_counts.size() == lists.seen_ids.size());

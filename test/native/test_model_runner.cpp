@@ -46,6 +46,23 @@ struct FakeDecoder : vt::Decoder {
   }
 };
 
+// A runner over a fresh fake model (its device switches set first) and the sequences of a step.
+struct Rig {
+  FakeDecoder *f;
+  vt::ModelRunner runner;
+  std::vector<std::unique_ptr<vt::Sequence>> seqs;
+  explicit Rig(bool on_device = true, bool takes_processors = false)
+      : Rig(std::make_unique<FakeDecoder>(), on_device, takes_processors) {}
+
+ private:
+  Rig(std::unique_ptr<FakeDecoder> fake, bool on_device, bool takes_processors)
+      : f(fake.get()), runner(configured(std::move(fake), on_device, takes_processors), kBlock, kVocab, 16, 4) {}
+  static std::unique_ptr<FakeDecoder> configured(std::unique_ptr<FakeDecoder> fake, bool on, bool takes) {
+    fake->on_device = on, fake->takes_processors = takes;
+    return fake;
+  }
+};
+
 std::unique_ptr<vt::Sequence> seq(uint64_t id, float temperature, int32_t logprobs, uint64_t seed) {
   auto s = std::make_unique<vt::Sequence>();
   s->id = id;
@@ -70,10 +87,10 @@ std::vector<vt::ScheduledChunk> decode_plan(const std::vector<std::unique_ptr<vt
 }
 
 void device_path() {
-  auto fake = std::make_unique<FakeDecoder>();
-  FakeDecoder *f = fake.get();
-  vt::ModelRunner runner(std::move(fake), kBlock, kVocab, 16, 4);
-  std::vector<std::unique_ptr<vt::Sequence>> seqs;
+  Rig rig;
+  FakeDecoder *f = rig.f;
+  auto &seqs = rig.seqs;
+  vt::ModelRunner &runner = rig.runner;
   seqs.push_back(seq(0, 0.8f, 2, 5));  // sampled, logprobs 2
   seqs.push_back(seq(1, 0.f, 3, 6));   // greedy with logprobs: no draw
   seqs.push_back(seq(2, 1.f, 0, 9));   // sampled, no logprobs
@@ -100,10 +117,10 @@ void device_path() {
 
 void host_paths() {
   {  // a sequence with logits processors: the step's logits go to the host, nothing drawn
-    auto fake = std::make_unique<FakeDecoder>();
-    FakeDecoder *f = fake.get();
-    vt::ModelRunner runner(std::move(fake), kBlock, kVocab, 16, 4);
-    std::vector<std::unique_ptr<vt::Sequence>> seqs;
+    Rig rig;
+    FakeDecoder *f = rig.f;
+    auto &seqs = rig.seqs;
+    vt::ModelRunner &runner = rig.runner;
     seqs.push_back(seq(0, 0.8f, 0, 5));
     seqs.push_back(seq(1, 0.8f, 0, 6));
     seqs[1]->processors.repetition_penalty = 1.2f;
@@ -113,11 +130,10 @@ void host_paths() {
     CHECK(seqs[0]->rng.uniform() == r5.uniform());  // not drawn by the runner: vt::sample will
   }
   {  // the same on a model that applies processors on the device: sampled there, with every row's lists
-    auto fake = std::make_unique<FakeDecoder>();
-    FakeDecoder *f = fake.get();
-    f->takes_processors = true;
-    vt::ModelRunner runner(std::move(fake), kBlock, kVocab, 16, 4);
-    std::vector<std::unique_ptr<vt::Sequence>> seqs;
+    Rig rig(true, true);
+    FakeDecoder *f = rig.f;
+    auto &seqs = rig.seqs;
+    vt::ModelRunner &runner = rig.runner;
     seqs.push_back(seq(0, 0.8f, 0, 5));
     seqs.push_back(seq(1, 0.f, 0, 6));  // greedy with processors: picked on the device after them
     seqs[1]->processors.repetition_penalty = 1.2f;
@@ -132,31 +148,29 @@ void host_paths() {
     CHECK(seqs[0]->rng.uniform() == r5.uniform() && seqs[1]->rng.uniform() == r6.uniform());
   }
   {  // without processors the device gets no lists
-    auto fake = std::make_unique<FakeDecoder>();
-    FakeDecoder *f = fake.get();
-    f->takes_processors = true;
-    vt::ModelRunner runner(std::move(fake), kBlock, kVocab, 16, 4);
-    std::vector<std::unique_ptr<vt::Sequence>> seqs;
+    Rig rig(true, true);
+    FakeDecoder *f = rig.f;
+    auto &seqs = rig.seqs;
+    vt::ModelRunner &runner = rig.runner;
     seqs.push_back(seq(0, 0.8f, 0, 5));
     runner.run(decode_plan(seqs));
     CHECK(runner.has_tokens() && f->sampled == 1 && !f->lists_given);
   }
   {  // a model that cannot sample on the device
-    auto fake = std::make_unique<FakeDecoder>();
-    FakeDecoder *f = fake.get();
-    f->on_device = false;
-    vt::ModelRunner runner(std::move(fake), kBlock, kVocab, 16, 4);
-    std::vector<std::unique_ptr<vt::Sequence>> seqs;
+    Rig rig(false, false);
+    FakeDecoder *f = rig.f;
+    auto &seqs = rig.seqs;
+    vt::ModelRunner &runner = rig.runner;
     seqs.push_back(seq(0, 0.8f, 1, 5));
     runner.run(decode_plan(seqs));
     CHECK(!runner.has_tokens() && f->sampled == 0 && f->projected == 1);
     CHECK(runner.logits(0)[3] == 3.f);
   }
   {  // all greedy without logprobs on a model without a greedy path: the host's argmax, nothing drawn
-    auto fake = std::make_unique<FakeDecoder>();
-    FakeDecoder *f = fake.get();
-    vt::ModelRunner runner(std::move(fake), kBlock, kVocab, 16, 4);
-    std::vector<std::unique_ptr<vt::Sequence>> seqs;
+    Rig rig;
+    FakeDecoder *f = rig.f;
+    auto &seqs = rig.seqs;
+    vt::ModelRunner &runner = rig.runner;
     seqs.push_back(seq(0, 0.f, 0, 5));
     runner.run(decode_plan(seqs));
     CHECK(!runner.has_tokens() && f->sampled == 0 && f->projected == 1);
