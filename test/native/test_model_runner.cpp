@@ -88,27 +88,24 @@ std::vector<vt::ScheduledChunk> decode_plan(const std::vector<std::unique_ptr<vt
 
 void device_path() {
   Rig rig;
-  FakeDecoder *f = rig.f;
-  auto &seqs = rig.seqs;
-  vt::ModelRunner &runner = rig.runner;
-  seqs.push_back(seq(0, 0.8f, 2, 5));  // sampled, logprobs 2
-  seqs.push_back(seq(1, 0.f, 3, 6));   // greedy with logprobs: no draw
-  seqs.push_back(seq(2, 1.f, 0, 9));   // sampled, no logprobs
-  runner.run(decode_plan(seqs));
-  CHECK(runner.has_tokens() && f->sampled == 1 && f->projected == 0);
-  CHECK(f->last_top_n == 3);  // the most any row asked for
-  CHECK(f->params.size() == 3);
+  rig.seqs.push_back(seq(0, 0.8f, 2, 5));  // sampled, logprobs 2
+  rig.seqs.push_back(seq(1, 0.f, 3, 6));   // greedy with logprobs: no draw
+  rig.seqs.push_back(seq(2, 1.f, 0, 9));   // sampled, no logprobs
+  rig.runner.run(decode_plan(rig.seqs));
+  CHECK(rig.runner.has_tokens() && rig.f->sampled == 1 && rig.f->projected == 0);
+  CHECK(rig.f->last_top_n == 3);  // the most any row asked for
+  CHECK(rig.f->params.size() == 3);
   vt::Rng r5(5), r6(6), r9(9);
   const double u5 = r5.uniform(), u9 = r9.uniform();
-  CHECK(f->params[0].u == u5 && f->params[1].u == 0.0 && f->params[2].u == u9);
-  CHECK(f->params[0].temperature == 0.8f && f->params[0].top_k == 7 && f->params[0].top_p == 0.9f &&
-        f->params[0].min_p == 0.05f);
+  CHECK(rig.f->params[0].u == u5 && rig.f->params[1].u == 0.0 && rig.f->params[2].u == u9);
+  CHECK(rig.f->params[0].temperature == 0.8f && rig.f->params[0].top_k == 7 && rig.f->params[0].top_p == 0.9f &&
+        rig.f->params[0].min_p == 0.05f);
   // Exactly one draw for the sampled requests, none for the greedy one: their next draws continue the stream.
-  CHECK(seqs[0]->rng.uniform() == r5.uniform());
-  CHECK(seqs[1]->rng.uniform() == r6.uniform());
-  CHECK(seqs[2]->rng.uniform() == r9.uniform());
+  CHECK(rig.seqs[0]->rng.uniform() == r5.uniform());
+  CHECK(rig.seqs[1]->rng.uniform() == r6.uniform());
+  CHECK(rig.seqs[2]->rng.uniform() == r9.uniform());
   // Results as vt::sample shapes them.
-  const vt::SampleResult &a = runner.result(0), &b = runner.result(1), &c = runner.result(2);
+  const vt::SampleResult &a = rig.runner.result(0), &b = rig.runner.result(1), &c = rig.runner.result(2);
   CHECK(a.token == 3 && a.n_top == 2 && a.logprob == -0.25f && a.top_ids[0] == 10 && a.top_ids[1] == 9 &&
         a.top_logprobs[1] == -1.f);
   CHECK(b.token == 4 && b.n_top == 3 && b.logprob == -0.5f && b.top_ids[2] == 8 && b.top_logprobs[0] == -1.f);
@@ -118,62 +115,47 @@ void device_path() {
 void host_paths() {
   {  // a sequence with logits processors: the step's logits go to the host, nothing drawn
     Rig rig;
-    FakeDecoder *f = rig.f;
-    auto &seqs = rig.seqs;
-    vt::ModelRunner &runner = rig.runner;
-    seqs.push_back(seq(0, 0.8f, 0, 5));
-    seqs.push_back(seq(1, 0.8f, 0, 6));
-    seqs[1]->processors.repetition_penalty = 1.2f;
-    runner.run(decode_plan(seqs));
-    CHECK(!runner.has_tokens() && f->sampled == 0 && f->projected == 1);
+    rig.seqs.push_back(seq(0, 0.8f, 0, 5));
+    rig.seqs.push_back(seq(1, 0.8f, 0, 6));
+    rig.seqs[1]->processors.repetition_penalty = 1.2f;
+    rig.runner.run(decode_plan(rig.seqs));
+    CHECK(!rig.runner.has_tokens() && rig.f->sampled == 0 && rig.f->projected == 1);
     vt::Rng r5(5);
-    CHECK(seqs[0]->rng.uniform() == r5.uniform());  // not drawn by the runner: vt::sample will
+    CHECK(rig.seqs[0]->rng.uniform() == r5.uniform());  // not drawn by the runner: vt::sample will
   }
   {  // the same on a model that applies processors on the device: sampled there, with every row's lists
     Rig rig(true, true);
-    FakeDecoder *f = rig.f;
-    auto &seqs = rig.seqs;
-    vt::ModelRunner &runner = rig.runner;
-    seqs.push_back(seq(0, 0.8f, 0, 5));
-    seqs.push_back(seq(1, 0.f, 0, 6));  // greedy with processors: picked on the device after them
-    seqs[1]->processors.repetition_penalty = 1.2f;
-    seqs[1]->processors.logit_bias = {{7, -1.f}};
-    runner.run(decode_plan(seqs));
-    CHECK(runner.has_tokens() && f->sampled == 1 && f->projected == 0 && f->lists_given);
-    CHECK(f->lists.n_rows() == 2 && f->lists.rows[0].repetition == 1.f && f->lists.rows[1].repetition == 1.2f);
-    CHECK(f->lists.seen_offsets == std::vector<int32_t>({0, 0, 5}));  // row 1: ids 1..5 of its tokens
-    CHECK(f->lists.bias_offsets == std::vector<int32_t>({0, 0, 1}) && f->lists.bias_ids[0] == 7);
+    rig.seqs.push_back(seq(0, 0.8f, 0, 5));
+    rig.seqs.push_back(seq(1, 0.f, 0, 6));  // greedy with processors: picked on the device after them
+    rig.seqs[1]->processors.repetition_penalty = 1.2f;
+    rig.seqs[1]->processors.logit_bias = {{7, -1.f}};
+    rig.runner.run(decode_plan(rig.seqs));
+    CHECK(rig.runner.has_tokens() && rig.f->sampled == 1 && rig.f->projected == 0 && rig.f->lists_given);
+    CHECK(rig.f->lists.n_rows() == 2 && rig.f->lists.rows[0].repetition == 1.f && rig.f->lists.rows[1].repetition == 1.2f);
+    CHECK(rig.f->lists.seen_offsets == std::vector<int32_t>({0, 0, 5}));  // row 1: ids 1..5 of its tokens
+    CHECK(rig.f->lists.bias_offsets == std::vector<int32_t>({0, 0, 1}) && rig.f->lists.bias_ids[0] == 7);
     vt::Rng r5(5), r6(6);
     r5.uniform();
-    CHECK(seqs[0]->rng.uniform() == r5.uniform() && seqs[1]->rng.uniform() == r6.uniform());
+    CHECK(rig.seqs[0]->rng.uniform() == r5.uniform() && rig.seqs[1]->rng.uniform() == r6.uniform());
   }
   {  // without processors the device gets no lists
     Rig rig(true, true);
-    FakeDecoder *f = rig.f;
-    auto &seqs = rig.seqs;
-    vt::ModelRunner &runner = rig.runner;
-    seqs.push_back(seq(0, 0.8f, 0, 5));
-    runner.run(decode_plan(seqs));
-    CHECK(runner.has_tokens() && f->sampled == 1 && !f->lists_given);
+    rig.seqs.push_back(seq(0, 0.8f, 0, 5));
+    rig.runner.run(decode_plan(rig.seqs));
+    CHECK(rig.runner.has_tokens() && rig.f->sampled == 1 && !rig.f->lists_given);
   }
   {  // a model that cannot sample on the device
     Rig rig(false, false);
-    FakeDecoder *f = rig.f;
-    auto &seqs = rig.seqs;
-    vt::ModelRunner &runner = rig.runner;
-    seqs.push_back(seq(0, 0.8f, 1, 5));
-    runner.run(decode_plan(seqs));
-    CHECK(!runner.has_tokens() && f->sampled == 0 && f->projected == 1);
-    CHECK(runner.logits(0)[3] == 3.f);
+    rig.seqs.push_back(seq(0, 0.8f, 1, 5));
+    rig.runner.run(decode_plan(rig.seqs));
+    CHECK(!rig.runner.has_tokens() && rig.f->sampled == 0 && rig.f->projected == 1);
+    CHECK(rig.runner.logits(0)[3] == 3.f);
   }
   {  // all greedy without logprobs on a model without a greedy path: the host's argmax, nothing drawn
     Rig rig;
-    FakeDecoder *f = rig.f;
-    auto &seqs = rig.seqs;
-    vt::ModelRunner &runner = rig.runner;
-    seqs.push_back(seq(0, 0.f, 0, 5));
-    runner.run(decode_plan(seqs));
-    CHECK(!runner.has_tokens() && f->sampled == 0 && f->projected == 1);
+    rig.seqs.push_back(seq(0, 0.f, 0, 5));
+    rig.runner.run(decode_plan(rig.seqs));
+    CHECK(!rig.runner.has_tokens() && rig.f->sampled == 0 && rig.f->projected == 1);
   }
 }
 
