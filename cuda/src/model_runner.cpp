@@ -68,7 +68,8 @@ void ModelRunner::run(const std::vector<ScheduledChunk> &plan) {
       results_.assign(size_t(n_rows), SampleResult{});
       for (int32_t i = 0; i < n_rows; ++i) results_[size_t(i)].token = tokens_out_[size_t(i)];
     }
-  } else if (n_rows > 0 && model_->samples_on_device() && (no_processors || device_processors(plan))) {
+  } else if (n_rows > 0 && model_->samples_on_device() &&
+             (no_processors || (model_->processors_on_device() && device_processors(plan)))) {
     sample_on_device(plan, top_n, !no_processors);
     has_tokens_ = true;
   }

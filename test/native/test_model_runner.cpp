@@ -31,7 +31,10 @@ struct FakeDecoder : vt::Decoder {
   bool takes_processors = false;  // applies_processors' answer
   bool lists_given = false;       // whether the last sample() got lists
   vt::ProcessorLists lists;       // a copy of them
-  bool applies_processors(const vt::ProcessorLists &) const override { return takes_processors; }
+  bool processors_on_device() const override { return takes_processors; }
+  bool fits = true;        // applies_processors' answer when it takes processors at all
+  mutable int asked = 0;  // applies_processors calls (each after building a step's lists)
+  bool applies_processors(const vt::ProcessorLists &) const override { return ++asked, takes_processors && fits; }
   void sample(const int32_t *, int32_t n, const vt::cuda::SampleRow *p, int32_t top_n, int32_t *ids, float *lps,
               int32_t *top_ids, float *top_lps, const vt::ProcessorLists *l) override {
     ++sampled;
@@ -120,6 +123,7 @@ void host_paths() {
     rig.seqs[1]->processors.repetition_penalty = 1.2f;
     rig.runner.run(decode_plan(rig.seqs));
     CHECK(!rig.runner.has_tokens() && rig.f->sampled == 0 && rig.f->projected == 1);
+    CHECK(rig.f->asked == 0);  // no lists built for a model that cannot take them
     vt::Rng r5(5);
     CHECK(rig.seqs[0]->rng.uniform() == r5.uniform());  // not drawn by the runner: vt::sample will
   }
@@ -137,6 +141,14 @@ void host_paths() {
     vt::Rng r5(5), r6(6);
     r5.uniform();
     CHECK(rig.seqs[0]->rng.uniform() == r5.uniform() && rig.seqs[1]->rng.uniform() == r6.uniform());
+  }
+  {  // lists the model cannot take this step (too large): the host path
+    Rig rig(true, true);
+    rig.f->fits = false;
+    rig.seqs.push_back(seq(0, 0.8f, 0, 5));
+    rig.seqs[0]->processors.presence_penalty = 0.5f;
+    rig.runner.run(decode_plan(rig.seqs));
+    CHECK(!rig.runner.has_tokens() && rig.f->sampled == 0 && rig.f->projected == 1 && rig.f->asked == 1);
   }
   {  // without processors the device gets no lists
     Rig rig(true, true);

@@ -42,7 +42,9 @@ class Decoder {
   virtual void sample(const int32_t * /*rows*/, int32_t /*n*/, const cuda::SampleRow * /*params*/, int32_t /*top_n*/,
                       int32_t * /*ids*/, float * /*logprobs*/, int32_t * /*top_ids*/, float * /*top_lps*/,
                       const ProcessorLists * /*lists*/ = nullptr) {}
-  // Whether sample() can take these lists this step (false: the caller sends the logits to the host).
+  // Whether this backend can apply logits processors at all (when not, the caller does not build the lists),
+  // and whether sample() can take these lists this step (false: the caller sends the logits to the host).
+  virtual bool processors_on_device() const { return false; }
   virtual bool applies_processors(const ProcessorLists & /*lists*/) const { return false; }
 };
 

@@ -85,6 +85,7 @@ class CudaDecoder : public Decoder {
               float *logprobs, int32_t *top_ids, float *top_lps, const ProcessorLists *lists = nullptr) override;
   // VT_CUDA_PENALTIES=1 (not yet verified on a GPU, so off): the logits processors on the device too
   // (Ops::apply_penalties), when each chunk of max_logit_rows rows' lists fits kProcBytes.
+  bool processors_on_device() const override { return proc_dev_ != 0; }
   bool applies_processors(const ProcessorLists &lists) const override;
 
   const std::string &device_name() const { return ctx_->name(); }
