@@ -76,6 +76,11 @@ CUdeviceptr CudaDecoder::scratch(size_t elems, size_t elem_size) {
   return p;
 }
 
+bool CudaDecoder::processors_switch(const ModelConfig &c) {
+  const char *sample = std::getenv("VT_CUDA_SAMPLE"), *pen = std::getenv("VT_CUDA_PENALTIES");
+  return pen && pen[0] == '1' && !(sample && sample[0] == '0') && c.vocab_size <= cuda::Ops::kSampleMaxVocab;
+}
+
 CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const CudaDecoderParams &p, int sm_count,
                                                    bool with_blas, bool sub_f32) {
   Workspace ws;
@@ -99,8 +104,8 @@ CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const C
   // Every buffer the constructor allocates (scratch() and the rest): the fp32 residual stream, the final normed
   // rows (fp32, apart from normed_ with bf16 activations) and the gathered lm_head rows; q|k|v, attention
   // output, gate|up and the SwiGLU product; logits, greedy ids and logprobs; attention partials; the step's
-  // integers and the row list; cuBLASLt's workspace.
-  ws.total = as * T * (H + QKV + QD + I + 2 * I) + ps * T * H + 4 * T * H + (as == 2 ? 4 * T * H : 0) + 4 * R * H +
+  // integers and the row list; the logits processors' staging (VT_CUDA_PENALTIES=1); cuBLASLt's workspace.
+  ws.total = (processors_switch(c) ? int64_t(kProcBytes) : 0) + as * T * (H + QKV + QD + I + 2 * I) + ps * T * H + 4 * T * H + (as == 2 ? 4 * T * H : 0) + 4 * R * H +
              as * R * H + R * V * 4 + 8 * R + ws.attn_bytes + int64_t(ws.meta_elems) * 4 + 4 * R +
              int64_t(sizeof(cuda::SampleRow)) * R + 8 * kMaxTopLogprobs * R +
              (with_blas ? int64_t(cuda::CublasLt::kWorkspaceBytes) : 0);
@@ -134,8 +139,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // Sampled rows are picked on the GPU; VT_CUDA_SAMPLE=0 sends their logits to the host sampler instead.
   if (const char *e = std::getenv("VT_CUDA_SAMPLE")) sample_on_device_ = e[0] != '0';
   if (c_.vocab_size > cuda::Ops::kSampleMaxVocab) sample_on_device_ = false;
-  const char *pen_env = std::getenv("VT_CUDA_PENALTIES");
-  const bool penalties_on_device = sample_on_device_ && pen_env && pen_env[0] == '1';
+  const bool penalties_on_device = processors_switch(c_);
   const char *blas_env = std::getenv("VT_CUDA_CUBLASLT");
   if (p.act == cuda::Act::BF16 && !(blas_env && blas_env[0] == '0')) {
     blas_ = std::make_unique<cuda::CublasLt>(*ctx_);
@@ -215,7 +219,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // Zeroed once: its tickets must start at zero (every attention_decode call leaves them so).
   cuda::check(cuda::driver().cuMemsetD8Async(attn_ws_, 0, std::max<size_t>(attn_ws_bytes_, 16), stream_->get()),
               "cuMemsetD8Async(attention workspace)");
-  if (penalties_on_device) {  // counted in workspace_bytes_ (not in Engine.estimate while an experiment)
+  if (penalties_on_device) {  // counted in plan_workspace, so in Engine.estimate too
     proc_dev_ = scratch(kProcBytes, 1);
     proc_pinned_ = cuda::PinnedBuffer(kProcBytes);
   }

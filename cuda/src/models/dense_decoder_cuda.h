@@ -65,6 +65,9 @@ class CudaDecoder : public Decoder {
   };
   static Workspace plan_workspace(const ModelConfig &c, const CudaDecoderParams &p, int sm_count, bool with_blas,
                                   bool sub_f32 = false);
+  // Whether this model's engine applies logits processors on the device (VT_CUDA_PENALTIES=1, with sampling on
+  // the device): then the plan and the constructor both count kProcBytes of staging.
+  static bool processors_switch(const ModelConfig &c);
 
   // Uploads every tensor of `w` (views into `ck`'s mapping), releasing each tensor's mapped pages once it is on
   // the device, and allocates the KV pool and the activations, then captures the decode graphs.
