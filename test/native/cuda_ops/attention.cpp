@@ -65,6 +65,16 @@ PagedKv make_paged_kv(const std::vector<std::pair<int32_t, int32_t>> &seqs, int3
   return kv;
 }
 
+// cpu::attention over a case's batch and caches: the reference every attention kernel is held to.
+std::vector<float> attention_reference(Env &env, const std::vector<float> &q, const BatchLayout &b, const PagedKv &kv,
+                                       int32_t bs, int32_t n_heads, int32_t n_kv, int32_t hd, float scale) {
+  const cpu::AttentionBatch cb{int32_t(b.pos0.size()), b.q_start.data(), b.pos0.data(), kv.tables.data(), b.max_blocks,
+                               bs};
+  std::vector<float> ref(q.size());
+  cpu::attention(env.pool, q.data(), kv.k.data(), kv.v.data(), cb, n_heads, n_kv, hd, scale, ref.data());
+  return ref;
+}
+
 // One attention case: sequences given as (query rows, first query position).
 void test_attention_case(Env &env, cuda::Ops &ops, int32_t n_heads, int32_t n_kv, int32_t hd, int32_t bs,
                          const std::vector<std::pair<int32_t, int32_t>> &seqs, const char *label) {
@@ -75,24 +85,19 @@ void test_attention_case(Env &env, cuda::Ops &ops, int32_t n_heads, int32_t n_kv
              [&](std::string &why) {
                const int32_t n_seqs = int32_t(seqs.size());
                const BatchLayout b = layout_of(seqs, bs, 0);
-               const std::vector<int32_t> &q_start = b.q_start, &pos0 = b.pos0;
                const int32_t T = b.T, max_blocks = b.max_blocks;
                const PagedKv kv = make_paged_kv(seqs, n_kv, hd, bs, act, max_blocks, b.total_blocks);
-               const std::vector<int32_t> &tables = kv.tables;
-               const std::vector<float> &kc = kv.k, &vc = kv.v;
                auto q = rand_act(size_t(T) * size_t(n_heads) * size_t(hd), act, -2, 2);
                const float scale = 1.0f / std::sqrt(float(hd));
 
-               Dev dq = upload_act(q, act), dk = upload_act(kc, act), dv = upload_act(vc, act);
-               DeviceBuffer dstart = upload_raw(q_start), dpos = upload_raw(pos0), dtab = upload_raw(tables);
+               Dev dq = upload_act(q, act), dk = upload_act(kv.k, act), dv = upload_act(kv.v, act);
+               DeviceBuffer dstart = upload_raw(b.q_start), dpos = upload_raw(b.pos0), dtab = upload_raw(kv.tables);
                Dev out = poisoned(q.size(), act);
                cuda::DeviceAttentionBatch db{n_seqs, dstart.ptr(), dpos.ptr(), dtab.ptr(), max_blocks, bs};
                ops.attention(env.stream.get(), dq.ptr(), dk.ptr(), dv.ptr(), db, T, n_heads, n_kv, hd, scale, out.ptr());
                env.stream.synchronize();
 
-               cpu::AttentionBatch cb{n_seqs, q_start.data(), pos0.data(), tables.data(), max_blocks, bs};
-               std::vector<float> ref(q.size());
-               cpu::attention(env.pool, q.data(), kc.data(), vc.data(), cb, n_heads, n_kv, hd, scale, ref.data());
+               const std::vector<float> ref = attention_reference(env, q, b, kv, bs, n_heads, n_kv, hd, scale);
                bool guard = false;
                // fp32 sums over thousands of keys in different orders: the error scales with the values summed
                // (|v| < 1), not with the result, which shrinks like 1/sqrt(keys); bf16 is bounded by its rounding
@@ -180,9 +185,7 @@ void test_attention_decode_case(Env &env, cuda::Ops &ops, int32_t n_heads, int32
                const CUdeviceptr off = CUdeviceptr(opt.cache_offset * int64_t(cuda::act_size(act)));
                cuda::DeviceAttentionBatch db{n_seqs, dstart.ptr(), dpos.ptr(), dtab.ptr(), max_blocks, bs};
 
-               cpu::AttentionBatch cb{n_seqs, q_start.data(), pos0.data(), tables.data(), max_blocks, bs};
-               std::vector<float> ref(q.size());
-               cpu::attention(env.pool, q.data(), kc.data(), vc.data(), cb, n_heads, n_kv, hd, scale, ref.data());
+               const std::vector<float> ref = attention_reference(env, q, b, kv, bs, n_heads, n_kv, hd, scale);
 
                std::vector<float> first;
                for (int run = 0; run < 2; ++run) {
@@ -393,11 +396,8 @@ void test_attention_prefill_case(Env &env, cuda::Ops &ops, int32_t n_heads, int3
              [&](std::string &why) {
                const int32_t n_seqs = int32_t(seqs.size());
                const BatchLayout b = layout_of(seqs, bs, 1);
-               const std::vector<int32_t> &q_start = b.q_start, &pos0 = b.pos0;
                const int32_t T = b.T, max_blocks = b.max_blocks;
                const PagedKv kv = make_paged_kv(seqs, n_kv, hd, bs, act, max_blocks, b.total_blocks);
-               const std::vector<int32_t> &tables = kv.tables;
-               const std::vector<float> &kc = kv.k, &vc = kv.v;
                const int64_t width = int64_t(n_heads) * hd, stride = width + q_pad;
                auto q = rand_act(size_t(T) * size_t(width), act, -2, 2);
                if (uniform) std::fill(q.begin(), q.end(), 0.f);
@@ -406,21 +406,21 @@ void test_attention_prefill_case(Env &env, cuda::Ops &ops, int32_t n_heads, int3
                const float scale = 1.0f / std::sqrt(float(hd));
 
                std::vector<int32_t> tiles;
-               const int32_t n_tiles = cuda::Ops::prefill_tiles(q_start.data(), n_seqs, &tiles, pos0.data());
+               const int32_t n_tiles = cuda::Ops::prefill_tiles(b.q_start.data(), n_seqs, &tiles, b.pos0.data());
                std::vector<int> covered(static_cast<size_t>(T), 0);
                if (tiles.size() != size_t(n_tiles) * 3) return why = "prefill_tiles: size mismatch", false;
                for (int32_t i = 0; i < n_tiles; ++i) {
                  const int32_t s = tiles[size_t(3 * i)], r0 = tiles[size_t(3 * i + 1)], n = tiles[size_t(3 * i + 2)];
-                 if (s < 0 || s >= n_seqs || n < 1 || n > cuda::Ops::kPrefillTileRows || r0 < q_start[size_t(s)] ||
-                     r0 + n > q_start[size_t(s) + 1])
+                 if (s < 0 || s >= n_seqs || n < 1 || n > cuda::Ops::kPrefillTileRows || r0 < b.q_start[size_t(s)] ||
+                     r0 + n > b.q_start[size_t(s) + 1])
                    return why = fmt("prefill_tiles: bad tile (%d, %d, %d)", s, r0, n), false;
                  for (int32_t r = r0; r < r0 + n; ++r) ++covered[size_t(r)];
                }
                if (!std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; }))
                  return why = "prefill_tiles: a row not covered exactly once", false;
 
-               Dev dq = upload_act(q_rows, act), dk = upload_act(kc, act), dv = upload_act(vc, act);
-               DeviceBuffer dstart = upload_raw(q_start), dpos = upload_raw(pos0), dtab = upload_raw(tables);
+               Dev dq = upload_act(q_rows, act), dk = upload_act(kv.k, act), dv = upload_act(kv.v, act);
+               DeviceBuffer dstart = upload_raw(b.q_start), dpos = upload_raw(b.pos0), dtab = upload_raw(kv.tables);
                DeviceBuffer dtiles = upload_raw(tiles);
                Dev out = poisoned(q.size(), act);
                cuda::DeviceAttentionBatch db{n_seqs, dstart.ptr(), dpos.ptr(), dtab.ptr(), max_blocks, bs};
@@ -428,9 +428,7 @@ void test_attention_prefill_case(Env &env, cuda::Ops &ops, int32_t n_heads, int3
                                      n_heads, n_kv, hd, scale, dtiles.ptr(), n_tiles, out.ptr());
                env.stream.synchronize();
 
-               cpu::AttentionBatch cb{n_seqs, q_start.data(), pos0.data(), tables.data(), max_blocks, bs};
-               std::vector<float> ref(q.size());
-               cpu::attention(env.pool, q.data(), kc.data(), vc.data(), cb, n_heads, n_kv, hd, scale, ref.data());
+               const std::vector<float> ref = attention_reference(env, q, b, kv, bs, n_heads, n_kv, hd, scale);
                bool guard = false;
                // The probabilities are rounded to bf16 before P·V (the tensor cores' input, as in every flash
                // attention): an error of ~2^-9 of the values summed (|v| < 1), whatever the result's size, which
