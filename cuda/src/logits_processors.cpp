@@ -1,6 +1,7 @@
 #include "logits_processors.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace vt {
 
@@ -66,12 +67,30 @@ void ProcessorLists::add(const LogitsProcessors &p, const std::vector<int32_t> &
   bias_offsets.push_back(int32_t(bias_ids.size()));
 }
 
-size_t ProcessorLists::upload_bytes(int32_t r0, int32_t n) const {
-  auto up16 = [](size_t b) { return (b + 15) & ~size_t(15); };
-  const size_t seen = size_t(seen_offsets[size_t(r0 + n)] - seen_offsets[size_t(r0)]);
-  const size_t bias = size_t(bias_offsets[size_t(r0 + n)] - bias_offsets[size_t(r0)]);
-  return up16(size_t(n) * sizeof(cuda::PenaltyRow)) + 2 * up16(size_t(n + 1) * 4) + 2 * up16(seen * 4) +
-         2 * up16(bias * 4);
+size_t ProcessorLists::pack(int32_t r0, int32_t n, uint8_t *dst, size_t (&at)[7]) const {
+  size_t off = 0;
+  auto put = [&](int part, const void *src, size_t bytes) {
+    at[part] = off;
+    if (dst && bytes) std::memcpy(dst + off, src, bytes);
+    off += (bytes + 15) & ~size_t(15);
+  };
+  auto rebased = [&](const std::vector<int32_t> &o) {
+    std::vector<int32_t> out(size_t(n) + 1);
+    for (int32_t i = 0; i <= n; ++i) out[size_t(i)] = o[size_t(r0 + i)] - o[size_t(r0)];
+    return out;
+  };
+  const std::vector<int32_t> so = dst ? rebased(seen_offsets) : std::vector<int32_t>(size_t(n) + 1);
+  const std::vector<int32_t> bo = dst ? rebased(bias_offsets) : std::vector<int32_t>(size_t(n) + 1);
+  const size_t s0 = size_t(seen_offsets[size_t(r0)]), ns = size_t(seen_offsets[size_t(r0 + n)]) - s0;
+  const size_t b0 = size_t(bias_offsets[size_t(r0)]), nb = size_t(bias_offsets[size_t(r0 + n)]) - b0;
+  put(0, rows.data() + r0, size_t(n) * sizeof(cuda::PenaltyRow));
+  put(1, so.data(), so.size() * 4);
+  put(2, seen_ids.data() + s0, ns * 4);
+  put(3, seen_counts.data() + s0, ns * 4);
+  put(4, bo.data(), bo.size() * 4);
+  put(5, bias_ids.data() + b0, nb * 4);
+  put(6, bias_values.data() + b0, nb * 4);
+  return off;
 }
 
 }  // namespace vt

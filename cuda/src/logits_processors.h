@@ -44,8 +44,14 @@ struct ProcessorLists {
   // Every id in tokens must be in [0, vocab) (vt_engine_submit checks it).
   void add(const LogitsProcessors &p, const std::vector<int32_t> &tokens, int32_t n_prompt, int32_t vocab);
   int32_t n_rows() const { return int32_t(rows.size()); }
-  // The bytes one upload of rows [r0, r0 + n) takes in CudaDecoder's layout (each part 16-byte aligned).
-  size_t upload_bytes(int32_t r0, int32_t n) const;
+  // Rows [r0, r0 + n) packed for one upload: penalty rows, seen offsets (rebased to 0), seen ids, seen counts,
+  // bias offsets (rebased), bias ids, bias values, each part 16-byte aligned; at[i] receives part i's byte
+  // offset. Returns the bytes; dst null: only the sizes.
+  size_t pack(int32_t r0, int32_t n, uint8_t *dst, size_t (&at)[7]) const;
+  size_t upload_bytes(int32_t r0, int32_t n) const {
+    size_t at[7];
+    return pack(r0, n, nullptr, at);
+  }
 
  private:
   std::vector<int32_t> counts_;  // (vocab) -1 between rows; an id's output count while its row is listed

@@ -3,6 +3,7 @@
 // OpenAI's presence/frequency penalties (output only: x -= presence*[count>0] + frequency*count); and the lists
 // the GPU applies them from (ProcessorLists) against the same rules.
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -92,6 +93,22 @@ int main() {
       CHECK(err < 1e-5);
     }
     CHECK(lists.upload_bytes(0, 4) >= lists.rows.size() * sizeof(vt::cuda::PenaltyRow) + 8 * lists.seen_ids.size());
+    {  // rows 1..2 packed: offsets rebased to the first, its ids and biases where at[] says
+      size_t at[7];
+      std::vector<uint8_t> buf(lists.upload_bytes(1, 2));
+      CHECK(lists.pack(1, 2, buf.data(), at) == buf.size());
+      int32_t so[3], bo[3];
+      std::memcpy(so, buf.data() + at[1], sizeof so);
+      std::memcpy(bo, buf.data() + at[4], sizeof bo);
+      CHECK(so[0] == 0 && so[2] == lists.seen_offsets[3] - lists.seen_offsets[1]);
+      CHECK(bo[0] == 0 && bo[2] == lists.bias_offsets[3] - lists.bias_offsets[1]);
+      if (so[2] > 0) {
+        int32_t id;
+        std::memcpy(&id, buf.data() + at[2], 4);
+        CHECK(id == lists.seen_ids[size_t(lists.seen_offsets[1])]);
+      }
+      for (int part = 0; part < 7; ++part) CHECK(at[part] % 16 == 0);
+    }
     lists.clear();
     CHECK(lists.n_rows() == 0 && lists.seen_offsets.size() == 1 && lists.bias_offsets.size() == 1);
   }

@@ -490,38 +490,6 @@ bool CudaDecoder::applies_processors(const ProcessorLists &lists) const {
   return true;
 }
 
-namespace {
-
-// Rows [r0, r0 + m) of `lists` into `dst` (host) in ProcessorLists::upload_bytes' layout: penalty rows, seen
-// offsets (rebased to 0), seen ids, seen counts, bias offsets (rebased), bias ids, bias values, each part
-// starting 16-byte aligned; `at` receives each part's byte offset.
-void stage_lists(const ProcessorLists &lists, int32_t r0, int32_t m, uint8_t *dst, size_t (&at)[7]) {
-  size_t off = 0;
-  auto put = [&](int part, const void *src, size_t bytes) {
-    at[part] = off;
-    if (bytes) std::memcpy(dst + off, src, bytes);
-    off += (bytes + 15) & ~size_t(15);
-  };
-  auto rebased = [&](const std::vector<int32_t> &o, std::vector<int32_t> &out) {
-    out.resize(size_t(m) + 1);
-    for (int32_t i = 0; i <= m; ++i) out[size_t(i)] = o[size_t(r0 + i)] - o[size_t(r0)];
-  };
-  std::vector<int32_t> so, bo;
-  rebased(lists.seen_offsets, so);
-  rebased(lists.bias_offsets, bo);
-  const size_t s0 = size_t(lists.seen_offsets[size_t(r0)]), ns = size_t(so.back());
-  const size_t b0 = size_t(lists.bias_offsets[size_t(r0)]), nb = size_t(bo.back());
-  put(0, lists.rows.data() + r0, size_t(m) * sizeof(cuda::PenaltyRow));
-  put(1, so.data(), so.size() * 4);
-  put(2, lists.seen_ids.data() + s0, ns * 4);
-  put(3, lists.seen_counts.data() + s0, ns * 4);
-  put(4, bo.data(), bo.size() * 4);
-  put(5, lists.bias_ids.data() + b0, nb * 4);
-  put(6, lists.bias_values.data() + b0, nb * 4);
-}
-
-}  // namespace
-
 void CudaDecoder::sample(const int32_t *rows, int32_t n, const cuda::SampleRow *params, int32_t top_n, int32_t *ids,
                          float *logprobs, int32_t *top_ids, float *top_lps, const ProcessorLists *lists) {
   if (n <= 0) return;
@@ -542,8 +510,8 @@ void CudaDecoder::sample(const int32_t *rows, int32_t n, const cuda::SampleRow *
       if (!proc_dev_ || lists->upload_bytes(i0, m) > kProcBytes)
         fail(VT_ERR_INTERNAL, "CudaDecoder::sample: logits processors the device was not asked to take");
       size_t at[7];
-      stage_lists(*lists, i0, m, proc_pinned_.as<uint8_t>(), at);
-      cuda::check(cuda::driver().cuMemcpyHtoDAsync(proc_dev_, proc_pinned_.as<uint8_t>(), lists->upload_bytes(i0, m), s),
+      const size_t bytes = lists->pack(i0, m, proc_pinned_.as<uint8_t>(), at);
+      cuda::check(cuda::driver().cuMemcpyHtoDAsync(proc_dev_, proc_pinned_.as<uint8_t>(), bytes, s),
                   "cuMemcpyHtoDAsync(logits processors)");
       const CUdeviceptr d = proc_dev_;
       ops_->apply_penalties(s, logits_, m, V, V, d + at[0], d + at[1], d + at[2], d + at[3], d + at[4], d + at[5],
