@@ -6,7 +6,9 @@
 #   scripts/gpu-decode-ab.sh qwen3-0.6b|qwen3-8b [BATCHES] [VARIANT ...]   there, after `gpu-check.sh prepare` here
 #
 # BATCHES: comma list (default 1,8). VARIANT: "label" or "label:VAR=value,VAR=value" (e.g. "no-norm:VT_CUDA_SKIP=norm"
-# or "no-small:VT_CUDA_SKIP=norm+rope+attn": what those launches cost in the step; default: the product,
+# or "no-small:VT_CUDA_SKIP=norm+rope+attn": what those launches cost in the step; "BIN=path" runs another build of
+# bench_cuda_engine, e.g. "base:BIN=.gpu-out/base/bench_cuda_engine" to time a kernel change against the commit
+# before it in the same call; default: the product,
 # the experiments fused norm and RoPE in the attention, and the null controls early loads off, PDL off, graphs off, and graph dedup on). JSON per variant in $OUT (else .gpu-out/ab/SHAPE).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,14 +27,14 @@ bin=$root/.gpu-out/bench_cuda_engine
 bench_checkpoint "$shape" "$ckpt" "$out/checkpoint.log" 150 || exit 1
 for v in "${variants[@]}"; do
   label=${v%%:*}
-  envs=() args=()
+  envs=() args=() vbin=$bin
   if [ "$v" != "$label" ]; then
     IFS=, read -ra kv <<< "${v#*:}"
     for e in "${kv[@]}"; do
-      case "$e" in --*=*) args+=("${e%%=*}" "${e#*=}") ;; *) envs+=("$e") ;; esac
+      case "$e" in --*=*) args+=("${e%%=*}" "${e#*=}") ;; BIN=*) vbin=${e#BIN=} ;; *) envs+=("$e") ;; esac
     done
   fi
-  env "${envs[@]}" timeout 150 "$bin" --model "$ckpt" --only decode --batches "$batches" --runs "${VT_AB_RUNS:-3}" \
+  env "${envs[@]}" timeout 150 "$vbin" --model "$ckpt" --only decode --batches "$batches" --runs "${VT_AB_RUNS:-3}" \
     "${args[@]}" --json "$out/$label.json" > "$out/$label.log" 2>&1
   echo "$label: exit $?"
 done
