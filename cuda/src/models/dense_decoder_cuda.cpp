@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "status.h"
@@ -42,8 +43,11 @@ CudaDecoder::DMatrix CudaDecoder::upload_stacked(std::initializer_list<const Mat
   cuda::DeviceBuffer buf{size_t(bytes)};
   size_t off = 0;
   for (const Matrix *m : parts) {
-    buf.upload(stream_->get(), m->data, size_t(m->bytes()), off);
-    release_mapping(ck, m->data, size_t(m->bytes()));
+    if (stager_)
+      stager_->copy(buf.ptr() + CUdeviceptr(off), m->data, size_t(m->bytes()));
+    else
+      buf.upload(stream_->get(), m->data, size_t(m->bytes()), off);
+    release_mapping(ck, m->data, size_t(m->bytes()));  // (the bytes are on the device or in a staging slot)
     off += size_t(m->bytes());
   }
   weight_bytes_ += bytes;
@@ -78,7 +82,7 @@ CUdeviceptr CudaDecoder::scratch(size_t elems, size_t elem_size) {
 
 bool CudaDecoder::processors_switch(const ModelConfig &c) {
   const char *sample = std::getenv("VT_CUDA_SAMPLE"), *pen = std::getenv("VT_CUDA_PENALTIES");
-  return pen && pen[0] == '1' && !(sample && sample[0] == '0') && c.vocab_size <= cuda::Ops::kSampleMaxVocab;
+  return !(pen && pen[0] == '0') && !(sample && sample[0] == '0') && c.vocab_size <= cuda::Ops::kSampleMaxVocab;
 }
 
 CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const CudaDecoderParams &p, int sm_count,
@@ -104,8 +108,9 @@ CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const C
   // Every buffer the constructor allocates (scratch() and the rest): the fp32 residual stream, the final normed
   // rows (fp32, apart from normed_ with bf16 activations) and the gathered lm_head rows; q|k|v, attention
   // output, gate|up and the SwiGLU product; logits, greedy ids and logprobs; attention partials; the step's
-  // integers and the row list; the logits processors' staging (VT_CUDA_PENALTIES=1); cuBLASLt's workspace.
-  ws.total = (processors_switch(c) ? int64_t(kProcBytes) : 0) + as * T * (H + QKV + QD + I + 2 * I) + ps * T * H + 4 * T * H + (as == 2 ? 4 * T * H : 0) + 4 * R * H +
+  // integers and the row list; the logits processors' staging (unless VT_CUDA_PENALTIES=0); cuBLASLt's workspace; the
+  // fused norm's partial sums of squares.
+  ws.total = 4 * kNormSsRows * cuda::Ops::norm_parts(H) + (processors_switch(c) ? int64_t(kProcBytes) : 0) + as * T * (H + QKV + QD + I + 2 * I) + ps * T * H + 4 * T * H + (as == 2 ? 4 * T * H : 0) + 4 * R * H +
              as * R * H + R * V * 4 + 8 * R + ws.attn_bytes + int64_t(ws.meta_elems) * 4 + 4 * R +
              int64_t(sizeof(cuda::SampleRow)) * R + 8 * kMaxTopLogprobs * R +
              (with_blas ? int64_t(cuda::CublasLt::kWorkspaceBytes) : 0);
@@ -167,6 +172,11 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
                                    " has " + std::to_string(free >> 20) +
                                    " MiB free; lower maxContext or kvCacheBytes (or maxBatchTokens)");
 
+  // The weight matrices go through pinned staging slots (StagedUpload: several copy threads, the transfers
+  // overlapped with them); the stager lives for the upload only, and is waited for before anything else runs.
+  // VT_CUDA_STAGED_UPLOAD=0: straight from the mapping (the null control).
+  std::optional<cuda::StagedUpload> stager;
+  if (const char *e = std::getenv("VT_CUDA_STAGED_UPLOAD"); !(e && e[0] == '0')) stager_ = &stager.emplace(stream_->get());
   embed_ = upload(w.embed, ck);
   for (int l = 0; l < c_.n_layers; ++l) {
     const LayerWeights &L = w.layers[l];
@@ -199,6 +209,8 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
       if (m->dtype != DType::BF16 || L.gate_up_bias) fused_norm_ = false;
   final_norm_ = upload(w.final_norm);
   lm_head_ = w.lm_head.data == w.embed.data ? embed_ : upload(w.lm_head, ck);
+  if (stager) stager->finish();
+  stager_ = nullptr;
   std::vector<float> inv_freq;
   rope_tables(c_, &inv_freq, &rope_scale_);
   inv_freq_ = upload(inv_freq);
@@ -207,6 +219,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   kv_ = cuda::DeviceBuffer(size_t(kv_total));
   cuda::check(cuda::driver().cuMemsetD8Async(kv_.ptr(), 0, kv_.bytes(), stream_->get()), "cuMemsetD8Async(kv)");
   residual_ = scratch(T * H, 4), normed_ = scratch(T * H, as), proj_ = scratch(T * H, ps);
+  norm_ss_ = scratch(kNormSsRows * cuda::Ops::norm_parts(H), 4);
   final_ = p.act == cuda::Act::BF16 ? scratch(T * H, 4) : normed_;
   qkv_ = scratch(T * QKV, as), attn_ = scratch(T * QD, as);
   gate_up_ = scratch(T * 2 * I, as), act_ = scratch(T * I, as);
@@ -294,7 +307,7 @@ void CudaDecoder::stage(const ForwardBatch &b, int32_t n_pad) {
 }
 
 bool CudaDecoder::fused_step(int32_t T) const {
-  return fused_norm_ && T <= gemv_rows_max() && ops_->gemv_norm_fits(T, c_.hidden_size);
+  return fused_norm_ && ops_->fused_gemv_available() && T <= std::min<int64_t>(gemv_rows_max(), kNormSsRows);
 }
 
 void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi_row, int32_t n_tiles) {
@@ -314,13 +327,15 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
 
   // The residual stream is fp32 whatever the activation type (bf16: only the products' inputs, q/k/v and the
   // KV cache are rounded, as in production engines); the last layer's norm writes fp32 rows for the lm_head.
+  // With the fused norm (fused_step), from the first o_proj on each product GEMV adds into the residual and
+  // leaves the new rows' sums of squares in norm_ss_, which the next q|k|v or gate|up GEMV normalizes with.
   const bool fused = fused_step(T);
   ops_->embed(s, embed_.ptr, embed_.dtype, H, meta_.tokens, T, residual_, /*out_f32=*/true);
-  if (!fused) ops_->rmsnorm_res32(s, residual_, T, H, layers_[0].attn_norm, eps, normed_);
+  ops_->rmsnorm_res32(s, residual_, T, H, layers_[0].attn_norm, eps, normed_);
   for (int l = 0; l < c_.n_layers; ++l) {
     const DLayer &L = layers_[l];
-    if (fused)
-      ops_->gemv_norm(s, residual_, T, H, L.attn_norm, eps, L.qkv.ptr, L.qkv.rows, L.qkv_bias, qkv_);
+    if (fused && l > 0)
+      ops_->gemv_norm(s, residual_, norm_ss_, T, H, L.attn_norm, eps, L.qkv.ptr, L.qkv.rows, L.qkv_bias, qkv_);
     else if (!skips(kSkipQkv))
       linear(normed_, T, L.qkv, L.qkv_bias, qkv_);
     // RoPE on q and k (after Qwen3's per-head norm when it has one), then k and v into the cache (with
@@ -342,9 +357,9 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
       ops_->attention(s, qkv_, k_cache(l), v_cache(l), da, T, c_.n_heads, c_.n_kv_heads, c_.head_dim, scale, attn_,
                       QKV);
     if (fused) {  // residual += o(attn); mlp(norm(residual)); residual += down(...): three launches
-      ops_->gemv_residual(s, attn_, T, QD, L.o.ptr, H, L.o_bias, residual_, sub_f32_);
-      ops_->gemv_swiglu_norm(s, residual_, T, H, L.mlp_norm, eps, L.gate_up.ptr, I, act_);
-      ops_->gemv_residual(s, act_, T, I, L.down.ptr, H, L.down_bias, residual_, sub_f32_);
+      ops_->gemv_residual(s, attn_, T, QD, L.o.ptr, H, L.o_bias, residual_, norm_ss_, sub_f32_);
+      ops_->gemv_swiglu_norm(s, residual_, norm_ss_, T, H, L.mlp_norm, eps, L.gate_up.ptr, I, act_);
+      ops_->gemv_residual(s, act_, T, I, L.down.ptr, H, L.down_bias, residual_, norm_ss_, sub_f32_);
       if (l + 1 == c_.n_layers) ops_->rmsnorm_res32(s, residual_, T, H, final_norm_, eps, final_, /*out_f32=*/true);
       continue;
     }

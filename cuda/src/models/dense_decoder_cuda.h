@@ -33,6 +33,7 @@
 #include "backend/cuda/cublaslt.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/graphs.h"
+#include "backend/cuda/staged_upload.h"
 #include "loader/config.h"
 #include "loader/safetensors.h"
 #include "loader/weights.h"
@@ -65,7 +66,7 @@ class CudaDecoder : public Decoder {
   };
   static Workspace plan_workspace(const ModelConfig &c, const CudaDecoderParams &p, int sm_count, bool with_blas,
                                   bool sub_f32 = false);
-  // Whether this model's engine applies logits processors on the device (VT_CUDA_PENALTIES=1, with sampling on
+  // Whether this model's engine applies logits processors on the device (unless VT_CUDA_PENALTIES=0, with sampling on
   // the device): then the plan and the constructor both count kProcBytes of staging.
   static bool processors_switch(const ModelConfig &c);
 
@@ -86,8 +87,8 @@ class CudaDecoder : public Decoder {
   bool samples_on_device() const override { return sample_on_device_; }
   void sample(const int32_t *rows, int32_t n, const cuda::SampleRow *params, int32_t top_n, int32_t *ids,
               float *logprobs, int32_t *top_ids, float *top_lps, const ProcessorLists *lists = nullptr) override;
-  // VT_CUDA_PENALTIES=1 (not yet verified on a GPU, so off): the logits processors on the device too
-  // (Ops::apply_penalties), when each chunk of max_logit_rows rows' lists fits kProcBytes.
+  // The logits processors on the device too (Ops::apply_penalties, unless VT_CUDA_PENALTIES=0), when each chunk
+  // of max_logit_rows rows' lists fits kProcBytes; golden_cuda checks them against the host's with the sampling.
   bool processors_on_device() const override { return proc_dev_ != 0; }
   bool applies_processors(const ProcessorLists &lists) const override;
 
@@ -115,7 +116,7 @@ class CudaDecoder : public Decoder {
     CUdeviceptr tokens, positions, slots, q_start, pos0, tables, rows;
   };
 
-  DMatrix upload(const Matrix &m, const Checkpoint &ck);
+  DMatrix upload(const Matrix &m, const Checkpoint &ck);  // through stager_ while the constructor uploads
   DMatrix upload_stacked(std::initializer_list<const Matrix *> parts, const Checkpoint &ck);  // rows concatenated
   CUdeviceptr upload(const std::vector<float> &v);  // 0 for an empty vector
   CUdeviceptr upload_stacked(std::initializer_list<const std::vector<float> *> parts);  // 0 when all empty
@@ -155,14 +156,14 @@ class CudaDecoder : public Decoder {
   // rope; one launch a layer fewer, the same bits). Off by default: on the H200 at batch 1 it measured 6% slower
   // on the Qwen3-0.6B shape and the same on 8B (bench/RESULTS.md). Builds without the experiments ignore it.
   bool rope_in_attn_ = false;
-  // VT_CUDA_FUSED_NORM=1: steps of up to gemv_rows_max() rows run each RMSNorm in the prologue of the product
-  // after it and each residual add in the epilogue of the product before it (Ops::gemv_norm / gemv_residual),
-  // when every layer's products take the GEMV (bf16 weights, no gate/up biases); bitwise the same results. Off
-  // by default: on the H200 at batch 1 it measured 1-3% faster on the Qwen3-0.6B shape and 4% slower on the 8B
-  // shape (every block re-reads the residual row and norm weights, half its weight bytes again from L2, before
-  // its first products; bench/RESULTS.md), so it waits for a cheaper way to get the norm's scale. Its kernels
-  // are only in builds with the experiments (scripts/build-cuda.mjs --experiments); elsewhere the switch is
-  // ignored (Ops::gemv_norm_fits says no).
+  // VT_CUDA_FUSED_NORM=1: steps of up to gemv_rows_max() rows add each sublayer's output into the residual in
+  // the epilogue of its product (o / down: Ops::gemv_residual, which also leaves the rows' partial sums of
+  // squares in norm_ss_) and normalize as the next product reads the residual (q|k|v / gate|up:
+  // Ops::gemv_norm), so no norm kernel runs between layers 1 .. n-1's products, when every layer's products
+  // take the GEMV (bf16 weights, no gate/up biases). Within rounding of the separate kernels (the sum of squares
+  // in another order). Its kernels are only in builds with the experiments (scripts/build-cuda.mjs
+  // --experiments); elsewhere the switch is ignored. Off: on the H200 at batch 1 it measured 0.89x on the
+  // Qwen3-0.6B shape and 1.015x on 8B (gemv.cuh says why; bench/RESULTS.md).
   bool fused_norm_ = false;  // the switch, cleared at load when a layer's products cannot all take the GEMV
   bool fused_step(int32_t T) const;
   // Declared first, destroyed last: every buffer below belongs to this context.
@@ -171,6 +172,7 @@ class CudaDecoder : public Decoder {
   std::unique_ptr<cuda::Ops> ops_;
 
   std::vector<cuda::DeviceBuffer> buffers_;  // weights and activations, owned here
+  cuda::StagedUpload *stager_ = nullptr;     // the constructor's, while it uploads the weights
   int64_t weight_bytes_ = 0, workspace_bytes_ = 0;
   DMatrix embed_, lm_head_;
   std::vector<DLayer> layers_;
@@ -181,6 +183,10 @@ class CudaDecoder : public Decoder {
 
   // RunState, activation type unless said otherwise
   CUdeviceptr residual_ = 0;               // (T, hidden) fp32
+  // The fused norm's partial sums of squares: (rows, Ops::norm_parts(hidden)) fp32 for steps of up to
+  // kNormSsRows rows (gemv_rows_max()'s largest).
+  static constexpr int64_t kNormSsRows = 8;
+  CUdeviceptr norm_ss_ = 0;
   CUdeviceptr normed_ = 0;                 // (T, hidden) the next product's input
   CUdeviceptr final_ = 0;                  // (T, hidden) fp32, the final norm's rows (normed_ when fp32)
   CUdeviceptr qkv_ = 0;                    // (T, (n_heads + 2 n_kv_heads) * head_dim)
@@ -197,7 +203,7 @@ class CudaDecoder : public Decoder {
   static constexpr int32_t kMaxTopLogprobs = 20;
   bool sample_on_device_ = true;
   static constexpr size_t kProcBytes = size_t(4) << 20;  // one chunk's processor lists, staged and on the device
-  cuda::PinnedBuffer proc_pinned_;                       // allocated with VT_CUDA_PENALTIES=1 only
+  cuda::PinnedBuffer proc_pinned_;                       // not allocated with VT_CUDA_PENALTIES=0
   CUdeviceptr proc_dev_ = 0;
   CUdeviceptr attn_ws_ = 0;                // split-K decode attention partials, for up to attn_ws_rows_ rows
   int32_t attn_ws_rows_ = 0;

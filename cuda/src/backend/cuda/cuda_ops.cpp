@@ -66,15 +66,7 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   for (int lm = 0; lm < 4; ++lm) gemv_x32_[lm] = ctx.function("vt_gemv_f32_f32_m" + std::to_string(1 << lm) + early);
   for (int lm = 0; lm < 4; ++lm)
     gemv_swiglu_[lm] = ctx.function("vt_gemv_swiglu_" + a + "_m" + std::to_string(1 << lm) + early);
-  {
-    int optin = 0;
-    check(driver().cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx.device()),
-          "cuDeviceGetAttribute(shared memory opt-in)");
-    // The opt-in is for static + dynamic shared memory together: keep 1 KiB for the kernels' static arrays
-    // (block_sum's 128 bytes), or cuFuncSetAttribute refuses the value.
-    smem_optin_ = std::max(0, optin - 1024);
-  }
-  // The fused forms are an experiment too (VT_CUDA_FUSED_NORM): without them gemv_norm_fits says no.
+  // The fused forms are an experiment too (VT_CUDA_FUSED_NORM): without them fused_gemv_available() says no.
   fused_ = true;
   for (int lm = 0; lm < 4; ++lm) {
     const std::string m = "_m" + std::to_string(1 << lm) + early;
@@ -83,11 +75,6 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
     for (int rf = 0; rf < 2; ++rf)
       gemv_res_[rf][lm] = ctx.find_function("vt_gemv_res_" + a + "_" + (act == Act::F32 || rf ? "f32" : "bf16") + m);
     fused_ = fused_ && gemv_norm_[lm] && gemv_swiglu_norm_[lm] && gemv_res_[0][lm] && gemv_res_[1][lm];
-    // the normed rows live in dynamic shared memory: allow what the device allows (set once, never while capturing)
-    for (CUfunction f : {gemv_norm_[lm], gemv_swiglu_norm_[lm]})
-      if (f)
-        check(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(smem_optin_)),
-              "cuFuncSetAttribute(vt_gemv_norm" + m + ")");
   }
 
   for (int yf = 0; yf < 2; ++yf)
@@ -220,69 +207,58 @@ void Ops::gemv_swiglu(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdevicep
   }
 }
 
-// The fused norm GEMVs' grid: their row groups, but no more blocks than the device holds at once (each block
-// normalizes its rows once, then strides over the groups; gemv.cuh).
-Dim3 Ops::resident_grid(CUfunction f, int64_t groups, unsigned smem) const {
-  int per_sm = 0;
-  check(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, int(kGemvThreads), smem),
-        "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-  const int64_t resident = int64_t(std::max(per_sm, 1)) * ctx_.sm_count();
-  return {unsigned(std::min(groups, resident))};
-}
-
-bool Ops::gemv_norm_fits(int64_t M, int64_t K) const {
-  const int64_t rows = M >= 8 ? 8 : M >= 4 ? 4 : M >= 2 ? 2 : 1;  // the largest chunk gemv_norm launches
-  return fused_ && K > 0 && rows * K * int64_t(act_size(act_)) <= smem_optin_;
-}
-
-void Ops::gemv_norm(CUstream s, CUdeviceptr residual, int64_t M, int64_t K, CUdeviceptr norm_w, float eps,
-                    CUdeviceptr w, int64_t N, CUdeviceptr bias, CUdeviceptr y) {
-  require(fits_int(K) && K > 0 && fits_int(N) && M >= 0 && gemv_norm_fits(M, K), "gemv_norm shape");
+void Ops::gemv_norm(CUstream s, CUdeviceptr residual, CUdeviceptr ss_part, int64_t M, int64_t K, CUdeviceptr norm_w,
+                    float eps, CUdeviceptr w, int64_t N, CUdeviceptr bias, CUdeviceptr y) {
+  require(fused_ && fits_int(K) && K > 0 && fits_int(N) && M >= 0 && ss_part, "gemv_norm shape (or a build without it)");
   if (M == 0 || N == 0) return;
-  const int64_t as = int64_t(act_size(act_));
+  const int64_t as = int64_t(act_size(act_)), parts = norm_parts(K);
   const int k = int(K), n = int(N);
-  const int vec = K % 8 == 0 && w % 16 == 0;  // x is the shared-memory copy, 16-byte aligned
+  // 16-byte loads of weight rows, residual rows and norm weights
+  const int vec = K % 8 == 0 && w % 16 == 0 && residual % 16 == 0 && norm_w % 16 == 0;
   for (int64_t m0 = 0; m0 < M;) {
     const int lm = gemv_chunk_log2(M - m0);
-    const int64_t rows = int64_t(1) << lm;
-    const CUdeviceptr rm = residual + CUdeviceptr(m0 * K * 4), ym = y + CUdeviceptr(m0 * N * as);
-    const unsigned smem = unsigned(rows * K * as);
-    ctx_.launch_pdl(gemv_norm_[lm], resident_grid(gemv_norm_[lm], (N + 7) / 8, smem), {kGemvThreads}, smem, s, rm,
-                    norm_w, eps, w, bias, ym, k, n, vec);
-    m0 += rows;
+    const CUdeviceptr rm = residual + CUdeviceptr(m0 * K * 4), pm = ss_part + CUdeviceptr(m0 * parts * 4),
+                      ym = y + CUdeviceptr(m0 * N * as);
+    ctx_.launch_pdl(gemv_norm_[lm], gemv_grid(ctx_, N), {kGemvThreads}, 0, s, rm, pm, norm_w, eps, w, bias, ym, k, n,
+                    vec);
+    m0 += int64_t(1) << lm;
   }
 }
 
-void Ops::gemv_swiglu_norm(CUstream s, CUdeviceptr residual, int64_t M, int64_t K, CUdeviceptr norm_w, float eps,
-                           CUdeviceptr w_gate_up, int64_t I, CUdeviceptr y) {
-  require(fits_int(K) && K > 0 && fits_int(I) && M >= 0 && gemv_norm_fits(M, K), "gemv_swiglu_norm shape");
+void Ops::gemv_swiglu_norm(CUstream s, CUdeviceptr residual, CUdeviceptr ss_part, int64_t M, int64_t K,
+                           CUdeviceptr norm_w, float eps, CUdeviceptr w_gate_up, int64_t I, CUdeviceptr y) {
+  require(fused_ && fits_int(K) && K > 0 && fits_int(I) && M >= 0 && ss_part,
+          "gemv_swiglu_norm shape (or a build without it)");
   if (M == 0 || I == 0) return;
-  const int64_t as = int64_t(act_size(act_));
+  const int64_t as = int64_t(act_size(act_)), parts = norm_parts(K);
   const int k = int(K), i = int(I);
-  const int vec = K % 8 == 0 && w_gate_up % 16 == 0;
+  const int vec = K % 8 == 0 && w_gate_up % 16 == 0 && residual % 16 == 0 && norm_w % 16 == 0;
   for (int64_t m0 = 0; m0 < M;) {
     const int lm = gemv_chunk_log2(M - m0);
-    const int64_t rows = int64_t(1) << lm;
-    const CUdeviceptr rm = residual + CUdeviceptr(m0 * K * 4), ym = y + CUdeviceptr(m0 * I * as);
-    const unsigned smem = unsigned(rows * K * as);
-    ctx_.launch_pdl(gemv_swiglu_norm_[lm], resident_grid(gemv_swiglu_norm_[lm], (I + 7) / 8, smem), {kGemvThreads},
-                    smem, s, rm, norm_w, eps, w_gate_up, ym, k, i, vec);
-    m0 += rows;
+    const CUdeviceptr rm = residual + CUdeviceptr(m0 * K * 4), pm = ss_part + CUdeviceptr(m0 * parts * 4),
+                      ym = y + CUdeviceptr(m0 * I * as);
+    ctx_.launch_pdl(gemv_swiglu_norm_[lm], gemv_grid(ctx_, I), {kGemvThreads}, 0, s, rm, pm, norm_w, eps, w_gate_up,
+                    ym, k, i, vec);
+    m0 += int64_t(1) << lm;
   }
 }
 
 void Ops::gemv_residual(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, int64_t N, CUdeviceptr bias,
-                        CUdeviceptr residual, bool round_f32) {
-  require(fused_ && fits_int(K) && K > 0 && fits_int(N) && M >= 0, "gemv_residual shape (or a build without it)");
+                        CUdeviceptr residual, CUdeviceptr ss_part, bool round_f32) {
+  require(fused_ && fits_int(K) && K > 0 && fits_int(N) && M >= 0 && ss_part,
+          "gemv_residual shape (or a build without it)");
   if (M == 0 || N == 0) return;
-  const int64_t as = int64_t(act_size(act_));
+  const int64_t as = int64_t(act_size(act_)), parts = norm_parts(N);
   const int k = int(K), n = int(N);
   const int vec = K % 8 == 0 && w % 16 == 0 && x % 16 == 0;
+  // one block per norm part: gemv_grid's ceil(N / 8) blocks of 8 rows are the partials' count
+  static_assert(kGemvThreads == 256, "gemv.cuh's kResidualSS sums 8 warps");
   for (int64_t m0 = 0; m0 < M;) {
     const int lm = gemv_chunk_log2(M - m0);
-    const CUdeviceptr xm = x + CUdeviceptr(m0 * K * as), rm = residual + CUdeviceptr(m0 * N * 4);
-    ctx_.launch_pdl(gemv_res_[round_f32 ? 1 : 0][lm], gemv_grid(ctx_, N), {kGemvThreads}, 0, s, xm, w, bias, rm, k, n,
-                    vec);
+    const CUdeviceptr xm = x + CUdeviceptr(m0 * K * as), rm = residual + CUdeviceptr(m0 * N * 4),
+                      pm = ss_part + CUdeviceptr(m0 * parts * 4);
+    ctx_.launch_pdl(gemv_res_[round_f32 ? 1 : 0][lm], gemv_grid(ctx_, N), {kGemvThreads}, 0, s, xm, w, bias, rm, pm, k,
+                    n, vec);
     m0 += int64_t(1) << lm;
   }
 }

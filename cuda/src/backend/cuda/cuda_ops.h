@@ -89,27 +89,28 @@ class Ops {
   void gemv_swiglu(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w_gate_up, int64_t I, CUdeviceptr y);
 
   // The decode step's fused forms of gemv (bf16 w, M rows in chunks as gemv; residual fp32 (M, K) or (M, N)):
-  //   gemv_norm:        y(M, N) = (rmsnorm(residual) * norm_w) · wᵀ + bias, the normed rows rounded to the
-  //                     activation type exactly as rmsnorm_res32 / add_rmsnorm_res32 write them, so the result is
-  //                     bitwise that of the norm kernel + gemv; y in the activation type;
-  //   gemv_swiglu_norm: gemv_swiglu over those normed rows;
   //   gemv_residual:    residual(M, N) += (x · wᵀ + bias) rounded to the activation type (fp32 when round_f32):
-  //                     bitwise what gemv into a buffer + add_rmsnorm_res32's residual add leave.
-  // The norm forms stage the normed rows in shared memory: gemv_norm_fits(M, K) says whether they fit this
-  // device (up to 8 rows of K activation elements per block) and the build has them (they are an experiment:
-  // scripts/build-cuda.mjs --experiments); when not, use the separate kernels.
-  bool gemv_norm_fits(int64_t M, int64_t K) const;
+  //                     bitwise what gemv into a buffer + add_rmsnorm_res32's residual add leave; and the new
+  //                     rows' sums of squares as norm_parts(N) partials per row into ss_part (M, norm_parts(N)) fp32;
+  //   gemv_norm:        y(M, N) = (rmsnorm(residual) * norm_w) · wᵀ + bias, residual (M, K) as a gemv_residual
+  //                     with N = K left it, with its ss_part: the normed values rounded to the activation type as
+  //                     the norm kernels write them, the sum of squares in another order (so within rounding of
+  //                     rmsnorm_res32 + gemv, not bitwise); y in the activation type;
+  //   gemv_swiglu_norm: gemv_swiglu over those normed rows.
+  // No norm kernel between two products, and no pass over the row before the product (gemv.cuh). They are an
+  // experiment (VT_CUDA_FUSED_NORM=1; scripts/build-cuda.mjs --experiments builds only): fused_gemv_available()
+  // says whether this build has them; when not, use the separate kernels.
+  static int64_t norm_parts(int64_t n) { return (n + 7) / 8; }
+  bool fused_gemv_available() const { return fused_; }
   // Whether this Ops launches the GEMVs' *_early kernels (gemv.cuh's EARLY: first weight loads before the PDL
   // wait; same results): under PDL unless VT_CUDA_EARLY_LOADS=0 (the null control; bench/RESULTS.md).
   bool early_loads() const { return early_loads_; }
-
-  bool fused_gemv_available() const { return fused_; }
-  void gemv_norm(CUstream s, CUdeviceptr residual, int64_t M, int64_t K, CUdeviceptr norm_w, float eps, CUdeviceptr w,
-                 int64_t N, CUdeviceptr bias, CUdeviceptr y);
-  void gemv_swiglu_norm(CUstream s, CUdeviceptr residual, int64_t M, int64_t K, CUdeviceptr norm_w, float eps,
-                        CUdeviceptr w_gate_up, int64_t I, CUdeviceptr y);
   void gemv_residual(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, int64_t N, CUdeviceptr bias,
-                     CUdeviceptr residual, bool round_f32 = false);
+                     CUdeviceptr residual, CUdeviceptr ss_part, bool round_f32 = false);
+  void gemv_norm(CUstream s, CUdeviceptr residual, CUdeviceptr ss_part, int64_t M, int64_t K, CUdeviceptr norm_w,
+                 float eps, CUdeviceptr w, int64_t N, CUdeviceptr bias, CUdeviceptr y);
+  void gemv_swiglu_norm(CUstream s, CUdeviceptr residual, CUdeviceptr ss_part, int64_t M, int64_t K,
+                        CUdeviceptr norm_w, float eps, CUdeviceptr w_gate_up, int64_t I, CUdeviceptr y);
 
   // y(M, N) = x(M, K) · w(N, K)ᵀ (+ bias(N) fp32) for any shape, w in `wdt` (fp32, fp16 or bf16), fp32
   // accumulation; y fp32 when y_f32, else the activation type; x as for gemv. The tiled fallback for
@@ -232,10 +233,8 @@ class Ops {
   CUfunction gemv_swiglu_[4];   // [log2 M]
   CUfunction gemv_norm_[4], gemv_swiglu_norm_[4];  // [log2 M]
   CUfunction gemv_res_[2][4];   // [round_f32][log2 M]
-  int64_t smem_optin_ = 0;      // the most dynamic shared memory one block may have on this device
   bool early_loads_ = false;
   bool fused_ = false;          // this build carries the fused GEMVs (scripts/build-cuda.mjs --experiments)
-  Dim3 resident_grid(CUfunction f, int64_t groups, unsigned smem) const;
   CUfunction gemm_[2][3];       // [y_f32][weight DType]
   CUfunction gemm_x32_[3];      // fp32 x and y, [weight DType]
   CUfunction attention_[2];     // head_dim <= 128, <= 256

@@ -2,10 +2,13 @@
 // (gemv) or ceil(I / 8) (swiglu):
 //   vt_gemv_<x dtype>_<y dtype>_m<M>(x, w, bias, y, K, N, vec)        y(M, N) = x · wᵀ + bias
 //   vt_gemv_swiglu_<act dtype>_m<M>(x, w_gate_up, y, K, I, vec)       y(M, I) = silu(x · gateᵀ) ⊙ (x · upᵀ)
-// and the decode step's fused forms (gemv.cuh), dynamic shared memory M * K activation elements for the norm:
-//   vt_gemv_norm_<act>_m<M>(residual, norm_w, eps, w, bias, y, K, N, vec)      y = rmsnorm(residual) · wᵀ + bias
-//   vt_gemv_swiglu_norm_<act>_m<M>(residual, norm_w, eps, w_gate_up, y, K, I, vec)
-//   vt_gemv_res_<x dtype>_<rounding>_m<M>(x, w, bias, residual, K, N, vec)    residual += round(x · wᵀ + bias)
+// and the decode step's fused forms (gemv.cuh), the norm taken from the partial sums of squares that the
+// residual form leaves (ss_part (M, ceil(N / 8)) fp32, one per block and row):
+//   vt_gemv_res_<x dtype>_<rounding>_m<M>(x, w, bias, residual, ss_part, K, N, vec)
+//                                                      residual += round(x · wᵀ + bias); ss_part = its partials
+//   vt_gemv_norm_<act>_m<M>(residual, ss_part, norm_w, eps, w, bias, y, K, N, vec)
+//                                                      y = rmsnorm(residual) · wᵀ + bias
+//   vt_gemv_swiglu_norm_<act>_m<M>(residual, ss_part, norm_w, eps, w_gate_up, y, K, I, vec)
 // Each also as <name>_early: the same kernel with gemv.cuh's EARLY weight loads (Ops picks one set when it is
 // built: the _early ones under PDL unless VT_CUDA_EARLY_LOADS=0, the plain ones are that switch's null control).
 // The fused-norm forms are an experiment, off by default: only builds with --experiments (scripts/build-cuda.mjs;
@@ -41,13 +44,14 @@ VT_GEMV_SWIGLU_ALL_M(bf16, bf16)
 
 #define VT_GEMV_NORM_E(XS, X, M, EARLY, SUF)                                                                \
   extern "C" __global__ void __launch_bounds__(256) vt_gemv_norm_##XS##_m##M##SUF(                           \
-      const float *residual, const float *norm_w, float eps, const bf16 *w, const float *bias, X *y, int K,  \
-      int N, int vec) {                                                                                      \
-    gemv_norm_rows<M, 1, X, EARLY>(residual, norm_w, eps, w, bias, y, K, N, vec);                            \
+      const float *residual, const float *ss_part, const float *norm_w, float eps, const bf16 *w,            \
+      const float *bias, X *y, int K, int N, int vec) {                                                      \
+    gemv_norm_rows<M, 1, X, EARLY>(residual, ss_part, norm_w, eps, w, bias, y, K, N, vec);                   \
   }                                                                                                          \
   extern "C" __global__ void __launch_bounds__(256) vt_gemv_swiglu_norm_##XS##_m##M##SUF(                    \
-      const float *residual, const float *norm_w, float eps, const bf16 *w, X *y, int K, int I, int vec) {   \
-    gemv_norm_rows<M, 2, X, EARLY>(residual, norm_w, eps, w, nullptr, y, K, I, vec);                         \
+      const float *residual, const float *ss_part, const float *norm_w, float eps, const bf16 *w, X *y,      \
+      int K, int I, int vec) {                                                                               \
+    gemv_norm_rows<M, 2, X, EARLY>(residual, ss_part, norm_w, eps, w, nullptr, y, K, I, vec);                \
   }
 #define VT_GEMV_NORM(XS, X, M) VT_GEMV_NORM_E(XS, X, M, false, ) VT_GEMV_NORM_E(XS, X, M, true, _early)
 #define VT_GEMV_NORM_ALL_M(XS, X) VT_GEMV_NORM(XS, X, 1) VT_GEMV_NORM(XS, X, 2) VT_GEMV_NORM(XS, X, 4) \
@@ -59,8 +63,8 @@ VT_GEMV_NORM_ALL_M(bf16, bf16)
 
 #define VT_GEMV_RES_E(XS, X, RS, RND, M, EARLY, SUF)                                                        \
   extern "C" __global__ void __launch_bounds__(256) vt_gemv_res_##XS##_##RS##_m##M##SUF(                     \
-      const X *x, const bf16 *w, const float *bias, float *residual, int K, int N, int vec) {               \
-    gemv_rows<M, 1, X, RND, GemvOut::kResidual, EARLY>(x, w, bias, nullptr, K, N, vec, residual);           \
+      const X *x, const bf16 *w, const float *bias, float *residual, float *ss_part, int K, int N, int vec) { \
+    gemv_rows<M, 1, X, RND, GemvOut::kResidualSS, EARLY>(x, w, bias, nullptr, K, N, vec, residual, ss_part);  \
   }
 #define VT_GEMV_RES(XS, X, RS, RND, M) VT_GEMV_RES_E(XS, X, RS, RND, M, false, ) \
   VT_GEMV_RES_E(XS, X, RS, RND, M, true, _early)

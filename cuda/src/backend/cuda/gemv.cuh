@@ -32,12 +32,78 @@ __device__ __forceinline__ void dot8(const bf16 *x, const float (&wf)[8], float 
   for (int j = 0; j < 8; ++j) acc = fmaf(xf[j], wf[j], acc);
 }
 
+// Where a product's activations come from. RowsX: M rows of X in memory (K apart). NormedRows: the fp32
+// residual stream normalized as it is read, rmsnorm(residual row m) * norm_w rounded to X, the value the norm
+// kernel would have stored (rmsnorm_row's expression), with inv[m] = 1 / sqrt(sum of squares / K + eps) from the
+// producer's per-block partial sums (gemv_warp's kResidualSS): no norm kernel, no block-wide pass before the
+// product. dot8(m, k, wf, acc): acc += x[m][k .. k+8) · wf; at(m, k): one element (the scalar path).
+template <class X>
+struct RowsX {
+  const X *__restrict__ x;
+  int K;
+  __device__ __forceinline__ void dot8(int m, int k, const float (&wf)[8], float &acc) const {
+    vtk::dot8(x + int64_t(m) * K + k, wf, acc);
+  }
+  __device__ __forceinline__ float at(int m, int k) const { return to_f32(x[int64_t(m) * K + k]); }
+};
+
+template <int M, class X>
+struct NormedRows {
+  const float *__restrict__ residual;
+  const float *__restrict__ norm_w;
+  int K;
+  float inv[M];
+  __device__ __forceinline__ float normed(float r, float inv_m, float w) const {
+    return to_f32(from_f32<X>(r * inv_m * w));
+  }
+  __device__ __forceinline__ void dot8(int m, int k, const float (&wf)[8], float &acc) const {
+    const float *r = residual + int64_t(m) * K + k;
+    const float4 a = *reinterpret_cast<const float4 *>(r), b = *reinterpret_cast<const float4 *>(r + 4);
+    const float4 ga = *reinterpret_cast<const float4 *>(norm_w + k), gb = *reinterpret_cast<const float4 *>(norm_w + k + 4);
+    const float v = inv[m];
+    acc = fmaf(normed(a.x, v, ga.x), wf[0], acc), acc = fmaf(normed(a.y, v, ga.y), wf[1], acc);
+    acc = fmaf(normed(a.z, v, ga.z), wf[2], acc), acc = fmaf(normed(a.w, v, ga.w), wf[3], acc);
+    acc = fmaf(normed(b.x, v, gb.x), wf[4], acc), acc = fmaf(normed(b.y, v, gb.y), wf[5], acc);
+    acc = fmaf(normed(b.z, v, gb.z), wf[6], acc), acc = fmaf(normed(b.w, v, gb.w), wf[7], acc);
+  }
+  __device__ __forceinline__ float at(int m, int k) const {
+    return normed(residual[int64_t(m) * K + k], inv[m], norm_w[k]);
+  }
+  // inv[m] from the K / 8 (rounded up) partial sums of squares of each row (ss_part[m][p]), summed by each warp
+  // in the same order (lane-strided, then one butterfly), so every warp and every M gets the same bits. The
+  // loads of a row go out kLoads at a time (a dynamic loop of single loads waited out one L2 round trip per
+  // 32 partials: 4 for a hidden size of 1024, 16 for 4096, and measured 6% slower than the norm kernel).
+  __device__ __forceinline__ void load_inv(const float *__restrict__ ss_part, float eps) {
+    constexpr int kLoads = 8;
+    const int lane = threadIdx.x & 31, parts = (K + 7) / 8;
+    float ss[M];
+#pragma unroll
+    for (int m = 0; m < M; ++m) ss[m] = 0.f;
+    for (int q0 = lane; q0 < parts; q0 += 32 * kLoads) {
+      float v[M][kLoads];
+#pragma unroll
+      for (int m = 0; m < M; ++m)
+#pragma unroll
+        for (int u = 0; u < kLoads; ++u)
+          v[m][u] = q0 + 32 * u < parts ? ss_part[int64_t(m) * parts + q0 + 32 * u] : 0.f;
+#pragma unroll
+      for (int m = 0; m < M; ++m)
+#pragma unroll
+        for (int u = 0; u < kLoads; ++u) ss[m] += v[m][u];
+    }
+#pragma unroll
+    for (int m = 0; m < M; ++m) inv[m] = 1.f / sqrtf(warp_sum(ss[m]) / float(K) + eps);
+  }
+};
+
 // How a warp's sums leave the kernel:
 //   kStore:    y[m][n] = dot + bias, rounded to Y (or silu(gate) * up for R = 2);
 //   kResidual: residual[m][n] += (dot + bias) rounded to Y: the sublayer output as the unfused path stores it,
 //              added to the fp32 residual stream as add_rmsnorm_row does, so the fused o_proj / down_proj
-//              leave the same bits in the residual (y is the fp32 residual; Y only names the rounding).
-enum class GemvOut { kStore, kResidual };
+//              leave the same bits in the residual (y is the fp32 residual; Y only names the rounding);
+//   kResidualSS: kResidual, and each block writes the sum of squares of its (8) new residual values per row m
+//              to ss_part[m * gridDim.x + blockIdx.x]: the partials the next product's NormedRows reads.
+enum class GemvOut { kStore, kResidual, kResidualSS };
 
 struct NoPrologue {
   __device__ void operator()() const {}
@@ -47,20 +113,22 @@ struct NoPrologue {
 // 2N rows (warp n reads gate row n and up row N + n and writes silu(gate) * up). Every output is summed in the
 // same order whatever M is (lane l takes chunks l, l + 32, ... in order, then one butterfly), so a row gives
 // the same bits alone or in a batch, and the SwiGLU sums equal the plain GEMV's. Called after pdl_wait().
-// prologue(): work the whole block does after each warp has issued its first weight loads and before x is
-// read (the fused RMSNorm: it then runs under the loads' DRAM latency); every thread calls it, so with one
-// the warps past the last row stay (reading a valid row, storing nothing). Without one they return at once.
-// group: which blockDim.x / 32 rows this block computes (blockIdx.x, or a grid-stride loop's index).
-template <int M, int R, class X, class Y, GemvOut OUT = GemvOut::kStore, class Prologue = NoPrologue>
-__device__ __forceinline__ void gemv_warp(const X *__restrict__ x, const bf16 *__restrict__ w,
-                                          const float *__restrict__ bias, Y *__restrict__ y, int K, int N, int vec,
+// prologue(): what each warp does after it has issued its first weight loads and before x is read (the PDL
+// wait of the EARLY forms, the fused norm's partial sums: they then run under the loads' DRAM latency); every
+// thread calls it, so with one (or with kResidualSS's block-wide sum) the warps past the last row stay (reading
+// a valid row, storing nothing). Otherwise they return at once.
+// x: the activations' source (RowsX or NormedRows), read only after prologue().
+template <int M, int R, class Y, GemvOut OUT = GemvOut::kStore, class XS, class Prologue = NoPrologue>
+__device__ __forceinline__ void gemv_warp(const XS &x, const bf16 *__restrict__ w, const float *__restrict__ bias,
+                                          Y *__restrict__ y, int K, int N, int vec,
                                           float *__restrict__ residual = nullptr, Prologue prologue = {},
-                                          int group = -1) {
+                                          float *__restrict__ ss_part = nullptr) {
   constexpr int U = (M <= 2 ? 8 : 4) / R;  // 16-byte weight loads in flight per lane and row
-  constexpr bool kPrologue = !std::is_same_v<Prologue, NoPrologue>;
+  // Every warp stays to the end when the block syncs: for the prologue's and kResidualSS's block-wide steps.
+  constexpr bool kStay = !std::is_same_v<Prologue, NoPrologue> || OUT == GemvOut::kResidualSS;
   const int lane = threadIdx.x & 31;
-  const int n = (group < 0 ? int(blockIdx.x) : group) * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (!kPrologue && n >= N) return;
+  const int n = int(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (!kStay && n >= N) return;
   const bf16 *wr[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) wr[r] = w + (int64_t(min(n, N - 1)) + int64_t(r) * N) * K;
@@ -91,7 +159,7 @@ __device__ __forceinline__ void gemv_warp(const X *__restrict__ x, const bf16 *_
           float wf[8];
           unpack_bf16x8(wv[r][u], wf);
 #pragma unroll
-          for (int m = 0; m < M; ++m) dot8(x + int64_t(m) * K + k, wf, acc[r][m]);
+          for (int m = 0; m < M; ++m) x.dot8(m, k, wf, acc[r][m]);
         }
       }
       c += 32 * U;
@@ -108,7 +176,7 @@ __device__ __forceinline__ void gemv_warp(const X *__restrict__ x, const bf16 *_
         float wf[8];
         unpack_bf16x8(load_stream(reinterpret_cast<const uint4 *>(wr[r]) + c), wf);
 #pragma unroll
-        for (int m = 0; m < M; ++m) dot8(x + int64_t(m) * K + c * 8, wf, acc[r][m]);
+        for (int m = 0; m < M; ++m) x.dot8(m, c * 8, wf, acc[r][m]);
       }
     }
   } else {
@@ -118,26 +186,42 @@ __device__ __forceinline__ void gemv_warp(const X *__restrict__ x, const bf16 *_
       for (int r = 0; r < R; ++r) {
         const float wk = to_f32(wr[r][k]);
 #pragma unroll
-        for (int m = 0; m < M; ++m) acc[r][m] = fmaf(to_f32(x[int64_t(m) * K + k]), wk, acc[r][m]);
+        for (int m = 0; m < M; ++m) acc[r][m] = fmaf(x.at(m, k), wk, acc[r][m]);
       }
   }
 
   const float b = bias && n < N ? bias[n] : 0.f;
+  float square = 0.f;  // kResidualSS: lane m's new residual value, squared
 #pragma unroll
   for (int m = 0; m < M; ++m) {
     float s[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) s[r] = warp_sum(acc[r][m]);
     if (lane == m && n < N) {
-      if constexpr (OUT == GemvOut::kResidual) {
+      if constexpr (OUT != GemvOut::kStore) {
         float &res = residual[int64_t(m) * N + n];
-        res = res + to_f32(from_f32<Y>(s[0] + b));
+        const float v = res + to_f32(from_f32<Y>(s[0] + b));
+        res = v;
+        square = v * v;
       } else if constexpr (R == 1) {
         y[int64_t(m) * N + n] = from_f32<Y>(s[0] + b);
       } else {
         const float g = s[0], u = s[R - 1];
         y[int64_t(m) * N + n] = from_f32<Y>(g / (1.f + expf(-g)) * u);
       }
+    }
+  }
+  if constexpr (OUT == GemvOut::kResidualSS) {
+    // The block's partial per row: its warps' squares summed in warp order (blockDim.x = 256: 8 warps).
+    __shared__ float squares[8][M];
+    const int warp = threadIdx.x >> 5;
+    if (lane < M) squares[warp][lane] = square;
+    __syncthreads();
+    if (threadIdx.x < M) {
+      float t = 0.f;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) t += squares[i][threadIdx.x];
+      ss_part[int64_t(threadIdx.x) * gridDim.x + blockIdx.x] = t;
     }
   }
 }
@@ -155,64 +239,41 @@ __device__ __forceinline__ void gemv_warp(const X *__restrict__ x, const bf16 *_
 template <int M, int R, class X, class Y, GemvOut OUT = GemvOut::kStore, bool EARLY = false>
 __device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *__restrict__ w,
                                           const float *__restrict__ bias, Y *__restrict__ y, int K, int N, int vec,
-                                          float *__restrict__ residual = nullptr) {
+                                          float *__restrict__ residual = nullptr, float *__restrict__ ss_part = nullptr) {
   pdl_trigger();
+  const RowsX<X> xs{x, K};
   if constexpr (EARLY) {
-    gemv_warp<M, R, X, Y, OUT>(x, w, bias, y, K, N, vec, residual, [] { pdl_wait(); });
+    gemv_warp<M, R, Y, OUT>(xs, w, bias, y, K, N, vec, residual, [] { pdl_wait(); }, ss_part);
   } else {
     pdl_wait();
-    gemv_warp<M, R, X, Y, OUT>(x, w, bias, y, K, N, vec, residual);
+    gemv_warp<M, R, Y, OUT>(xs, w, bias, y, K, N, vec, residual, NoPrologue{}, ss_part);
   }
 }
 
-// The RMSNorm fused in front of a product (the decode step's q|k|v and gate|up): every block first writes
-// rmsnorm(residual row m) * norm_w, rounded to X, for its M rows into shared memory (xs, M * K elements), then
-// runs the product on it. The values are rmsnorm_row's bit for bit (the same 256-thread strided sums and
-// block_sum, the same expression), so the fused step computes what the separate norm kernel + GEMV did, without
-// the norm's launch and its round trip through memory; each block re-reads the K fp32 residual values and the
-// norm weights from L2 (together half the bytes of its weight rows), as gemv_warp's prologue: after its warps
-// issued their first weight loads, so that the L2 reads overlap the DRAM latency. (Run before those loads, the
-// fused step measured 2.4% slower than the separate kernels on the 8B shape at batch 1, 0.9% faster on 0.6B;
-// after them, with one block per row group, 6% slower on 8B and 3.4% faster on 0.6B: at 56 registers four
-// blocks fit an SM, so 8B's 1536 gate|up groups ran in three waves, each paying the prologue. Hence the
-// resident-sized grid below.) Running the add + norm once instead, in the last block of the o/down GEMV before it
-// (a ticket counter: every block fences its outputs and takes a ticket, the last reads them all), measured 7%
-// slower on 0.6B and the same on 8B: that block's fence, ticket and two passes over the row cost more in series
-// than the separate norm kernel, whose launch PDL hides.
-template <int M, class X>
-__device__ __forceinline__ void rmsnorm_to_shared(const float *__restrict__ residual, const float *__restrict__ norm_w,
-                                                  float eps, int K, X *xs) {
-#pragma unroll 1
-  for (int m = 0; m < M; ++m) {
-    const float *r = residual + int64_t(m) * K;
-    float ss = 0.f;
-    for (int i = threadIdx.x; i < K; i += blockDim.x) {
-      const float v = r[i];
-      ss += v * v;
-    }
-    const float inv = 1.f / sqrtf(block_sum(ss) / float(K) + eps);
-    for (int i = threadIdx.x; i < K; i += blockDim.x) xs[int64_t(m) * K + i] = from_f32<X>(r[i] * inv * norm_w[i]);
-  }
-  __syncthreads();
-}
-
+// The RMSNorm fused into the product after it (the decode step's q|k|v and gate|up; VT_CUDA_FUSED_NORM=1): the
+// GEMV before it (o / down, kResidualSS) left each row's sum of squares as per-block partials, so each warp sums
+// those (one L2 read, under its first weight loads' DRAM latency) and normalizes the residual values as it reads
+// them (NormedRows): no norm kernel between the two products and no block-wide pass, so nothing serializes the
+// warps before their products. The normed values are the norm kernel's up to the order of the sum of squares.
+// Measured on the H200 at batch 1 against the separate kernels (bench/RESULTS.md, session 5): 0.89x on the
+// Qwen3-0.6B shape, 1.015x on 8B; leaving the two norm launches out altogether (VT_CUDA_SKIP=norm, wrong
+// results) gives 1.20x on 0.6B, so the launches are worth removing but not for this: every warp now reads 8
+// bytes of x per element (residual and norm weight, fp32) where the plain GEMV reads 2 (the normed bf16 row),
+// on top of the partials' read. Earlier forms: the normed rows staged in shared memory per block (a block_sum,
+// then the product on them) 0.954x on 0.6B; the add + norm done once, in the last block of the o/down GEMV (a
+// ticket counter), 0.93x on 0.6B.
 template <int M, int R, class X, bool EARLY = false>
-__device__ __forceinline__ void gemv_norm_rows(const float *__restrict__ residual, const float *__restrict__ norm_w,
-                                               float eps, const bf16 *__restrict__ w, const float *__restrict__ bias,
-                                               X *__restrict__ y, int K, int N, int vec) {
-  extern __shared__ uint4 gemv_smem[];  // 16-byte aligned, as the vector path's x loads need
-  X *xs = reinterpret_cast<X *>(gemv_smem);
+__device__ __forceinline__ void gemv_norm_rows(const float *__restrict__ residual, const float *__restrict__ ss_part,
+                                               const float *__restrict__ norm_w, float eps, const bf16 *__restrict__ w,
+                                               const float *__restrict__ bias, X *__restrict__ y, int K, int N,
+                                               int vec) {
   pdl_trigger();
   if constexpr (!EARLY) pdl_wait();
-  // Launched with at most as many blocks as are resident at once (Ops::gemv_norm), each block normalizes once
-  // and then takes row groups blockIdx.x, + gridDim.x, ...: the prologue is not paid again by later waves.
-  const int groups = (N + (blockDim.x >> 5) - 1) / (blockDim.x >> 5);
-  gemv_warp<M, R, X, X>(xs, w, bias, y, K, N, vec, nullptr, [&] {
+  NormedRows<M, X> xs{residual, norm_w, K, {}};
+  gemv_warp<M, R, X>(xs, w, bias, y, K, N, vec, nullptr, [&] {
     if constexpr (EARLY) pdl_wait();  // the first weight loads are in flight already (gemv_rows' EARLY)
-    rmsnorm_to_shared<M, X>(residual, norm_w, eps, K, xs);
+    xs.load_inv(ss_part, eps);
   });
-  for (int g = blockIdx.x + gridDim.x; g < groups; g += gridDim.x)
-    gemv_warp<M, R, X, X>(xs, w, bias, y, K, N, vec, nullptr, NoPrologue{}, g);
 }
 
 }  // namespace vtk
