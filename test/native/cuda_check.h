@@ -21,6 +21,7 @@
 #include "backend/cpu/thread_pool.h"
 #include "backend/cuda/cublaslt.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/staged_upload.h"
 #include "logits_processors.h"
 #include "sampling.h"
 #include "status.h"

@@ -50,6 +50,32 @@ void test_driver(Env &env) {
     why = fmt("elapsed %g ms", double(ms));
     return ms > 0 && ms < 1000;
   });
+  // StagedUpload (the weights' upload at load): pieces of odd sizes at odd device offsets, the largest spanning
+  // more than all the staging slots, arrive bit for bit; and copy() has read its source when it returns (each
+  // piece is overwritten right after, as the loader gives the mapped pages back).
+  check_case(env, "StagedUpload: odd-sized pieces through the pinned slots arrive exactly", [&](std::string &why) {
+    const size_t slot = cuda::StagedUpload::kSlotBytes, total = slot * (cuda::StagedUpload::kSlots + 1) + 4099;
+    std::vector<uint8_t> src(total), want;
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (auto &b : src) b = uint8_t(byte(g_rng));
+    want = src;
+    DeviceBuffer dst(total + 1);
+    {
+      cuda::StagedUpload up(env.stream.get());
+      const size_t cuts[] = {0, 7, 7, slot + 3, total};  // (one empty piece)
+      for (size_t i = 0; i + 1 < std::size(cuts); ++i) {
+        up.copy(dst.ptr() + 1 + cuts[i], src.data() + cuts[i], cuts[i + 1] - cuts[i]);
+        std::fill(src.begin() + long(cuts[i]), src.begin() + long(cuts[i + 1]), uint8_t(0));
+      }
+      up.finish();
+    }
+    std::vector<uint8_t> got(total);
+    dst.download(env.stream.get(), got.data(), total, 1);
+    const auto bad = std::mismatch(got.begin(), got.end(), want.begin());
+    if (bad.first == got.end()) return true;
+    why = fmt("byte %zu of %zu differs", size_t(bad.first - got.begin()), total);
+    return false;
+  });
 }
 
 
