@@ -64,7 +64,12 @@ CUdeviceptr CudaDecoder::upload_stacked(std::initializer_list<const std::vector<
   if (all.empty()) return 0;
   const size_t bytes = all.size() * sizeof(float);
   cuda::DeviceBuffer buf(bytes);
-  buf.upload(stream_->get(), all.data(), bytes);
+  // Through the stager too while it runs: a synchronous upload here (it waits for the stream) would drain the
+  // staged copies of the matrices at every layer's norm weights. copy() has read `all` when it returns.
+  if (stager_)
+    stager_->copy(buf.ptr(), all.data(), bytes);
+  else
+    buf.upload(stream_->get(), all.data(), bytes);
   weight_bytes_ += int64_t(bytes);
   const CUdeviceptr p = buf.ptr();
   buffers_.push_back(std::move(buf));
