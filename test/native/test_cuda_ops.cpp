@@ -117,6 +117,7 @@ int main() {
       test_gemv_swiglu(env, ops);
       test_gemv_fused(env, ops);
       test_gemv_early(env, ops);
+      test_gemv_loads(env, ops);
       test_kv_store(env, ops);
       test_rope_store(env, ops);
       if (act == Act::F32) test_argmax(env, ops);  // fp32 logits whatever the activations

@@ -253,4 +253,50 @@ void test_gemv_early(Env &env, cuda::Ops &ops) {
   }
 }
 
+// VT_CUDA_GEMV_LOADS=auto: the batch-1 GEMVs with 4 loads in flight per lane (rows that leave a tail at 8:
+// Qwen3-0.6B's K 1024 and 3072) or 16 (rows in whole rounds of 16: 8B's K 4096 and 12288) sum in the same order,
+// so they must give the default kernels' bits; and rows neither rule takes still work.
+void test_gemv_loads(Env &env, cuda::Ops &ops) {
+  const Act act = ops.act();
+  const auto s = env.stream.get();
+  setenv("VT_CUDA_GEMV_LOADS", "auto", 1);
+  cuda::Ops other(env.ctx, act);
+  unsetenv("VT_CUDA_GEMV_LOADS");
+  if (!other.gemv_loads_available()) {
+    std::printf("skip gemv loads[%s]: a build without the experiments' kernels\n", cuda::act_name(act));
+    return;
+  }
+  struct Shape { int64_t K, N; };  // N: output rows (gemv) or the intermediate size (swiglu)
+  const Shape shapes[] = {{1024, 4096}, {3072, 1024}, {2048, 1024}, {4096, 6144}, {12288, 4096}, {1024, 3072},
+                          {4096, 12288}, {1040, 33}};
+  for (const Shape &sh : shapes)
+    for (int swiglu = 0; swiglu < 2; ++swiglu)
+      for (int y_f32 = 0; y_f32 < (swiglu ? 1 : 2); ++y_f32) {
+        const int64_t K = sh.K, N = sh.N, rows = swiglu ? 2 * N : N;
+        if (g_small && K * rows > (1 << 24)) continue;
+        check_case(env,
+                   fmt("gemv%s[%s%s] M 1 K %lld N %lld: VT_CUDA_GEMV_LOADS=auto gives the default's bits",
+                       swiglu ? "_swiglu" : "", cuda::act_name(act), y_f32 ? ", f32 out" : "", (long long)K,
+                       (long long)N),
+                   [&](std::string &why) {
+                     const auto x = rand_act(size_t(K), act);
+                     const auto w = rand_bf16_weights(size_t(rows * K));
+                     Dev dx = upload_act(x, act);
+                     DeviceBuffer dw = upload_raw(w);
+                     const Act yact = y_f32 ? Act::F32 : act;
+                     Dev a = poisoned(size_t(N), yact), b = poisoned(size_t(N), yact);
+                     if (swiglu) {
+                       ops.gemv_swiglu(s, dx.ptr(), 1, K, dw.ptr(), N, a.ptr());
+                       other.gemv_swiglu(s, dx.ptr(), 1, K, dw.ptr(), N, b.ptr());
+                     } else {
+                       ops.gemv(s, dx.ptr(), 1, K, dw.ptr(), N, 0, a.ptr(), y_f32);
+                       other.gemv(s, dx.ptr(), 1, K, dw.ptr(), N, 0, b.ptr(), y_f32);
+                     }
+                     bool ga = false, gb = false;
+                     const auto want = download(a, &ga), got = download(b, &gb);
+                     return close(got, want, 0, ga && gb, &why);
+                   });
+      }
+}
+
 }  // namespace cuda_tests

@@ -66,6 +66,21 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   for (int lm = 0; lm < 4; ++lm) gemv_x32_[lm] = ctx.function("vt_gemv_f32_f32_m" + std::to_string(1 << lm) + early);
   for (int lm = 0; lm < 4; ++lm)
     gemv_swiglu_[lm] = ctx.function("vt_gemv_swiglu_" + a + "_m" + std::to_string(1 << lm) + early);
+  // VT_CUDA_GEMV_LOADS (an experiment; the kernels are only in --experiments builds): batch-1 GEMVs with 4 loads
+  // in flight per lane where 8 would leave a one-chunk-at-a-time tail ("4"), with 16 where a lane's chunks
+  // come in rounds of 16 ("16"), or both ("auto"). Absent kernels leave the default.
+  if (const char *e = std::getenv("VT_CUDA_GEMV_LOADS")) {
+    const std::string v = e;
+    loads_short_ = v == "4" || v == "auto", loads_deep_ = v == "16" || v == "auto";
+  }
+  for (int li = 0; li < 2; ++li) {
+    const std::string l = std::string("_m1_l") + (li ? "16" : "4") + early;
+    for (int yf = 0; yf < 2; ++yf)
+      gemv_l_[li][yf] = ctx.find_function("vt_gemv_" + a + "_" + (act == Act::F32 || yf ? "f32" : "bf16") + l);
+    gemv_x32_l_[li] = ctx.find_function("vt_gemv_f32_f32" + l);
+    gemv_swiglu_l_[li] = ctx.find_function("vt_gemv_swiglu_" + a + l);
+  }
+
   // The fused forms are an experiment too (VT_CUDA_FUSED_NORM): without them fused_gemv_available() says no.
   fused_ = true;
   for (int lm = 0; lm < 4; ++lm) {
@@ -186,9 +201,20 @@ void Ops::gemv(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, i
   for (int64_t m0 = 0; m0 < M;) {  // each chunk reads w once
     const int lm = gemv_chunk_log2(M - m0);
     const CUdeviceptr xm = x + CUdeviceptr(m0 * K * int64_t(xs)), ym = y + CUdeviceptr(m0 * N * int64_t(ys));
-    ctx_.launch_pdl(x_f32 ? gemv_x32_[lm] : gemv_[y_f32 ? 1 : 0][lm], grid, {kGemvThreads}, 0, s, xm, w, bias, ym, k, n, vec);
+    CUfunction f = x_f32 ? gemv_x32_[lm] : gemv_[y_f32 ? 1 : 0][lm];
+    if (const int li = lm == 0 && vec ? gemv_loads_variant(K, 1) : -1; li >= 0)
+      if (CUfunction fl = x_f32 ? gemv_x32_l_[li] : gemv_l_[li][y_f32 ? 1 : 0]) f = fl;
+    ctx_.launch_pdl(f, grid, {kGemvThreads}, 0, s, xm, w, bias, ym, k, n, vec);
     m0 += int64_t(1) << lm;
   }
+}
+
+int Ops::gemv_loads_variant(int64_t K, int R) const {
+  // A lane's loads per row at batch 1 by default (gemv.cuh: 8 in flight, R rows a warp), over its chunks.
+  const int64_t chunks = K / 8, u = 8 / R;
+  if (loads_short_ && chunks % (32 * u) != 0 && chunks % (32 * u / 2) == 0) return 0;  // no tail at half as many
+  if (loads_deep_ && chunks % (32 * u * 2) == 0) return 1;                            // whole rounds of twice as many
+  return -1;
 }
 
 void Ops::gemv_swiglu(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w_gate_up, int64_t I,
@@ -202,7 +228,10 @@ void Ops::gemv_swiglu(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdevicep
   for (int64_t m0 = 0; m0 < M;) {
     const int lm = gemv_chunk_log2(M - m0);
     const CUdeviceptr xm = x + CUdeviceptr(m0 * K * as), ym = y + CUdeviceptr(m0 * I * as);
-    ctx_.launch_pdl(gemv_swiglu_[lm], grid, {kGemvThreads}, 0, s, xm, w_gate_up, ym, k, i, vec);
+    CUfunction f = gemv_swiglu_[lm];
+    if (const int li = lm == 0 && vec ? gemv_loads_variant(K, 2) : -1; li >= 0 && gemv_swiglu_l_[li])
+      f = gemv_swiglu_l_[li];
+    ctx_.launch_pdl(f, grid, {kGemvThreads}, 0, s, xm, w_gate_up, ym, k, i, vec);
     m0 += int64_t(1) << lm;
   }
 }

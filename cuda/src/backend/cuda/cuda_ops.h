@@ -102,6 +102,11 @@ class Ops {
   // says whether this build has them; when not, use the separate kernels.
   static int64_t norm_parts(int64_t n) { return (n + 7) / 8; }
   bool fused_gemv_available() const { return fused_; }
+  // Whether this build has the batch-1 GEMVs with 4 / 16 loads in flight per lane (VT_CUDA_GEMV_LOADS=4|16|auto,
+  // an experiment: --experiments builds only; same bits as the default kernels).
+  bool gemv_loads_available() const {
+    return gemv_l_[0][0] && gemv_l_[1][0] && gemv_swiglu_l_[0] && gemv_swiglu_l_[1];
+  }
   // Whether this Ops launches the GEMVs' *_early kernels (gemv.cuh's EARLY: first weight loads before the PDL
   // wait; same results): under PDL unless VT_CUDA_EARLY_LOADS=0 (the null control; bench/RESULTS.md).
   bool early_loads() const { return early_loads_; }
@@ -233,6 +238,10 @@ class Ops {
   CUfunction gemv_swiglu_[4];   // [log2 M]
   CUfunction gemv_norm_[4], gemv_swiglu_norm_[4];  // [log2 M]
   CUfunction gemv_res_[2][4];   // [round_f32][log2 M]
+  // VT_CUDA_GEMV_LOADS: batch-1 kernels with 4 / 16 loads per lane ([0] / [1]; null when the build lacks them)
+  CUfunction gemv_l_[2][2] = {}, gemv_x32_l_[2] = {}, gemv_swiglu_l_[2] = {};  // gemv_l_[variant][y_f32]
+  bool loads_short_ = false, loads_deep_ = false;
+  int gemv_loads_variant(int64_t K, int R) const;  // 0: the 4-load kernels, 1: the 16-load ones, -1: the default
   bool early_loads_ = false;
   bool fused_ = false;          // this build carries the fused GEMVs (scripts/build-cuda.mjs --experiments)
   CUfunction gemm_[2][3];       // [y_f32][weight DType]

@@ -118,12 +118,17 @@ struct NoPrologue {
 // thread calls it, so with one (or with kResidualSS's block-wide sum) the warps past the last row stay (reading
 // a valid row, storing nothing). Otherwise they return at once.
 // x: the activations' source (RowsX or NormedRows), read only after prologue().
-template <int M, int R, class Y, GemvOut OUT = GemvOut::kStore, class XS, class Prologue = NoPrologue>
+// LOADS: 16-byte weight loads in flight per lane (all rows of the warp together); 0 for the default, 8 up to two
+// batch rows and 4 above. The *_l4 / *_l16 entry points (an experiment, VT_CUDA_GEMV_LOADS) take 4 for rows whose
+// chunks would leave a tail at 8 (the tail loop loads one chunk at a time), and 16 for a whole 4096-element row
+// in one round (before the PDL wait in the EARLY forms). Any LOADS sums in the same order: the same bits.
+template <int M, int R, class Y, GemvOut OUT = GemvOut::kStore, int LOADS = 0, class XS, class Prologue = NoPrologue>
 __device__ __forceinline__ void gemv_warp(const XS &x, const bf16 *__restrict__ w, const float *__restrict__ bias,
                                           Y *__restrict__ y, int K, int N, int vec,
                                           float *__restrict__ residual = nullptr, Prologue prologue = {},
                                           float *__restrict__ ss_part = nullptr) {
-  constexpr int U = (M <= 2 ? 8 : 4) / R;  // 16-byte weight loads in flight per lane and row
+  constexpr int U = (LOADS ? LOADS : M <= 2 ? 8 : 4) / R;  // 16-byte weight loads in flight per lane and row
+  static_assert(U >= 1 && U * R == (LOADS ? LOADS : M <= 2 ? 8 : 4), "LOADS must be a multiple of R");
   // Every warp stays to the end when the block syncs: for the prologue's and kResidualSS's block-wide steps.
   constexpr bool kStay = !std::is_same_v<Prologue, NoPrologue> || OUT == GemvOut::kResidualSS;
   const int lane = threadIdx.x & 31;
@@ -236,17 +241,17 @@ __device__ __forceinline__ void gemv_warp(const XS &x, const bf16 *__restrict__ 
 // kernel's tail keep the memory system busy; unlike the L2 prefetch above, no byte is requested twice. On the
 // H200 at batch 1: +17% on the Qwen3-0.6B shape, +6% on 8B (bench/RESULTS.md). A separate instantiation,
 // because the branch in one kernel raised the plain GEMV from 36 to 56 registers for everyone.
-template <int M, int R, class X, class Y, GemvOut OUT = GemvOut::kStore, bool EARLY = false>
+template <int M, int R, class X, class Y, GemvOut OUT = GemvOut::kStore, bool EARLY = false, int LOADS = 0>
 __device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *__restrict__ w,
                                           const float *__restrict__ bias, Y *__restrict__ y, int K, int N, int vec,
                                           float *__restrict__ residual = nullptr, float *__restrict__ ss_part = nullptr) {
   pdl_trigger();
   const RowsX<X> xs{x, K};
   if constexpr (EARLY) {
-    gemv_warp<M, R, Y, OUT>(xs, w, bias, y, K, N, vec, residual, [] { pdl_wait(); }, ss_part);
+    gemv_warp<M, R, Y, OUT, LOADS>(xs, w, bias, y, K, N, vec, residual, [] { pdl_wait(); }, ss_part);
   } else {
     pdl_wait();
-    gemv_warp<M, R, Y, OUT>(xs, w, bias, y, K, N, vec, residual, NoPrologue{}, ss_part);
+    gemv_warp<M, R, Y, OUT, LOADS>(xs, w, bias, y, K, N, vec, residual, NoPrologue{}, ss_part);
   }
 }
 
