@@ -46,6 +46,8 @@ prepare() {
   local ld=(-pthread -ldl -static-libstdc++ -static-libgcc -s)
   "$cxx" "${flags[@]}" test/native/test_cuda_ops.cpp test/native/cuda_ops/*.cpp "${objs[@]}" "${ld[@]}" -o "$out/test_cuda_ops"
   "$cxx" "${flags[@]}" bench/cuda-ops.cpp "${objs[@]}" "${ld[@]}" -o "$out/bench_cuda_ops"
+  # What a launch boundary costs against a grid barrier (bench/cuda-sync.cpp; run by hand).
+  "$cxx" "${flags[@]}" bench/cuda-sync.cpp "${objs[@]}" "${ld[@]}" -o "$out/bench_cuda_sync"
   # nlohmann/json is header-only and installed here, not on the GPU machine: the binary carries it.
   "$cxx" "${flags[@]}" test/gpu/golden_cuda.cpp "${objs[@]}" "${ld[@]}" -o "$out/golden_cuda"
   # The end-to-end benchmark's engine side (scripts/gpu-bench.sh runs it), and the commit it was built from.
