@@ -36,10 +36,10 @@ VT_KV_STORE(bf16, bf16)
   const T *q, long long q_row_stride, KV *k_cache, KV *v_cache, const int32_t *seq_q_start,                   \
       const int32_t *seq_pos0, const int32_t *block_tables, int n_seqs, int max_blocks, int block_size,       \
       int n_heads, int n_kv_heads, int head_dim, float scale, int n_splits, unsigned *tickets, float *part_ml, \
-      float *part_acc, T *out
+      float *part_acc, T *out, int split_keys
 #define VT_SPLIT_ARGS                                                                                        \
   q, q_row_stride, k_cache, v_cache, seq_q_start, seq_pos0, block_tables, n_seqs, max_blocks, block_size,     \
-      n_heads, n_kv_heads, head_dim, scale, n_splits, tickets, part_ml, part_acc, out
+      n_heads, n_kv_heads, head_dim, scale, n_splits, tickets, part_ml, part_acc, out, split_keys
 
 #define VT_ATTENTION_SPLIT(NAME, T, VPL, MMA_HD, MIN_BLOCKS)                                                 \
   extern "C" __global__ void __launch_bounds__(kSplitWarps * 32, MIN_BLOCKS) NAME(VT_SPLIT_PARAMS(T, const T)) { \

@@ -7,7 +7,8 @@
 // comes from T, n_kv_heads, the SM count and the max_keys bound), so a CUDA graph can replay it with new
 // metadata. The split length does not: each row divides its actual key count n_keys into
 // n_active = ceil(n_keys / len) <= n_splits splits of len keys, len the smallest multiple of kSplitKeys that
-// needs no more than min(n_splits, ceil(n_keys / kSplitKeys)) splits. A short row under a graph captured for
+// needs no more than min(n_splits, ceil(n_keys / split_keys)) splits (split_keys: the shortest split the host
+// allows, a multiple of kSplitKeys; kSplitKeys itself unless VT_CUDA_SPLIT_KEYS). A short row under a graph captured for
 // long contexts so still runs its keys as 64-key splits spread over the SMs, and blocks of splits past
 // n_active return at once.
 //
@@ -137,7 +138,7 @@ __device__ __forceinline__ void attention_split(const T *__restrict__ q, int64_t
                                                 int block_size, int n_heads, int n_kv_heads, int head_dim, float scale,
                                                 int n_splits, unsigned *__restrict__ tickets,
                                                 float *__restrict__ part_ml, float *__restrict__ part_acc,
-                                                T *__restrict__ out, SplitRope<T> rope = {}) {
+                                                T *__restrict__ out, int split_keys, SplitRope<T> rope = {}) {
   extern __shared__ float smem[];
   __shared__ bool s_last;
   const int row = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
@@ -145,7 +146,7 @@ __device__ __forceinline__ void attention_split(const T *__restrict__ q, int64_t
 
   const int lo = row_sequence(row, seq_q_start, n_seqs);
   const int n_keys = seq_pos0[lo] + (row - seq_q_start[lo]) + 1;
-  const int want = min(n_splits, (n_keys + kSplitKeys - 1) / kSplitKeys);
+  const int want = min(n_splits, (n_keys + split_keys - 1) / split_keys);
   const int len = ((n_keys + want - 1) / want + kSplitKeys - 1) / kSplitKeys * kSplitKeys;
   const int n_active = (n_keys + len - 1) / len;  // <= want
   if (split >= n_active) return;

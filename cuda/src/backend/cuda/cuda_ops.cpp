@@ -22,6 +22,9 @@ void require(bool ok, const char *what) {
 
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
+// attention_split.cuh's kSplitKeys (split lengths are multiples of it), kMaxSplits and kSplitWarps.
+constexpr int64_t kSplitKeys = 64, kMaxSplits = 256, kSplitWarps = 4;
+
 // gemv.cuh's launch: one warp per output (a row, or a gate/up row pair), 8 per block; more rows of x than 8 go
 // in chunks of 8, then what is left by powers of two.
 constexpr unsigned kGemvThreads = 256;
@@ -66,6 +69,11 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   for (int lm = 0; lm < 4; ++lm) gemv_x32_[lm] = ctx.function("vt_gemv_f32_f32_m" + std::to_string(1 << lm) + early);
   for (int lm = 0; lm < 4; ++lm)
     gemv_swiglu_[lm] = ctx.function("vt_gemv_swiglu_" + a + "_m" + std::to_string(1 << lm) + early);
+  // VT_CUDA_SPLIT_KEYS=N (an experiment; A/B timing): decode attention splits no shorter than N keys (rounded up
+  // to a multiple of 64, the default), so short contexts run in fewer splits and fewer partials to merge.
+  if (const char *e = std::getenv("VT_CUDA_SPLIT_KEYS"))
+    split_keys_ = int(std::clamp<int64_t>((std::atoll(e) + kSplitKeys - 1) / kSplitKeys * kSplitKeys, kSplitKeys,
+                                          int64_t(1) << 16));
   // VT_CUDA_GEMV_LOADS (an experiment; the kernels are only in --experiments builds): batch-1 GEMVs with 4 loads
   // in flight per lane where 8 would leave a one-chunk-at-a-time tail ("4"), with 16 where a lane's chunks
   // come in rounds of 16 ("16"), or both ("auto"). Absent kernels leave the default.
@@ -386,9 +394,6 @@ void Ops::attention(CUstream s, CUdeviceptr q, CUdeviceptr k_cache, CUdeviceptr 
 
 namespace {
 
-// attention_split.cuh's kSplitKeys (split lengths are multiples of it), kMaxSplits and kSplitWarps.
-constexpr int64_t kSplitKeys = 64, kMaxSplits = 256, kSplitWarps = 4;
-
 // attention_decode's workspace: tickets (T, n_kv_heads) uint32 | (m, l) (T, n_heads, n_splits, 2) fp32 |
 // acc (T, n_heads, n_splits, head_dim) fp32, each part starting 256-byte aligned. Nothing for one split.
 struct SplitWorkspace {
@@ -462,12 +467,12 @@ void Ops::attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUde
   if (rope)
     ctx_.launch_pdl(f, grid, block, shared, s, q, stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0, b.block_tables,
                     b.n_seqs, b.max_blocks_per_seq, b.block_size, n_heads, n_kv_heads, head_dim, scale, n_splits,
-                    tickets, part_ml, part_acc, out, rope->pos, rope->inv_freq, rope->attn_scale, rope->q_norm,
+                    tickets, part_ml, part_acc, out, split_keys_, rope->pos, rope->inv_freq, rope->attn_scale, rope->q_norm,
                     rope->k_norm, rope->eps, rope->slot);
   else
     ctx_.launch_pdl(f, grid, block, shared, s, q, stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0, b.block_tables,
                     b.n_seqs, b.max_blocks_per_seq, b.block_size, n_heads, n_kv_heads, head_dim, scale, n_splits,
-                    tickets, part_ml, part_acc, out);
+                    tickets, part_ml, part_acc, out, split_keys_);
 }
 
 int32_t Ops::prefill_tiles(const int32_t *seq_q_start_host, int32_t n_seqs, std::vector<int32_t> *tiles,

@@ -241,6 +241,7 @@ class Ops {
   // VT_CUDA_GEMV_LOADS: batch-1 kernels with 4 / 16 loads per lane ([0] / [1]; null when the build lacks them)
   CUfunction gemv_l_[2][2] = {}, gemv_x32_l_[2] = {}, gemv_swiglu_l_[2] = {};  // gemv_l_[variant][y_f32]
   bool loads_short_ = false, loads_deep_ = false;
+  int split_keys_ = 64;  // the shortest decode attention split (attention_split.cuh; VT_CUDA_SPLIT_KEYS)
   int gemv_loads_variant(int64_t K, int R) const;  // 0: the 4-load kernels, 1: the 16-load ones, -1: the default
   bool early_loads_ = false;
   bool fused_ = false;          // this build carries the fused GEMVs (scripts/build-cuda.mjs --experiments)
