@@ -179,9 +179,16 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
 
   // The weight matrices go through pinned staging slots (StagedUpload: several copy threads, the transfers
   // overlapped with them); the stager lives for the upload only, and is waited for before anything else runs.
-  // VT_CUDA_STAGED_UPLOAD=0: straight from the mapping (the null control).
+  // VT_CUDA_STAGED_UPLOAD=0: straight from the mapping (the null control), as when the 64 MiB of pinned host
+  // memory cannot be had (then the load goes on, only slower).
   std::optional<cuda::StagedUpload> stager;
-  if (const char *e = std::getenv("VT_CUDA_STAGED_UPLOAD"); !(e && e[0] == '0')) stager_ = &stager.emplace(stream_->get());
+  if (const char *e = std::getenv("VT_CUDA_STAGED_UPLOAD"); !(e && e[0] == '0')) {
+    try {
+      stager_ = &stager.emplace(stream_->get());
+    } catch (const Error &) {
+      stager_ = nullptr;
+    }
+  }
   embed_ = upload(w.embed, ck);
   for (int l = 0; l < c_.n_layers; ++l) {
     const LayerWeights &L = w.layers[l];
