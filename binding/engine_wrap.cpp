@@ -176,6 +176,7 @@ Napi::Value EngineWrap::memory(const Napi::CallbackInfo &info) {
   o.Set("workspaceBytes", double(m.workspace_bytes));
   o.Set("graphsCount", m.graphs_count);
   o.Set("graphsBytes", double(m.graphs_bytes));
+  o.Set("hostPinnedBytes", double(m.host_pinned_bytes));
   o.Set("gpuDevice", m.gpu_device);
   o.Set("gpuTotalBytes", double(m.gpu_total_bytes));
   o.Set("gpuFreeBytes", double(m.gpu_free_bytes));

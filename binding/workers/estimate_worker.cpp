@@ -39,6 +39,7 @@ void EstimateWorker::OnOK() {
   o.Set("workspaceBytes", double(e.workspace_bytes));
   o.Set("maxContext", e.max_context);
   o.Set("hostAvailableBytes", double(e.host_available_bytes));
+  o.Set("hostPinnedBytes", double(e.host_pinned_bytes));
   deferred_.Resolve(o);
 }
 

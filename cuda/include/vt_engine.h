@@ -218,6 +218,9 @@ typedef struct vt_memory_report {
   int64_t gpu_free_bytes;               /* free on the device now, all processes; -1 on the CPU or if the driver fails */
   int32_t gpu_unified_memory;           /* 1: an integrated GPU that shares the host's memory (GB10, Jetson Thor) */
   char gpu_name[96];                    /* "NVIDIA H200"; empty on the CPU backend */
+  /* Page-locked host memory the CUDA backend stages each step through (the step's integers, sampled ids and
+   * logprobs, logits-processor lists); 0 on the CPU backend. (Appended.) */
+  int64_t host_pinned_bytes;
 } vt_memory_report;
 
 /* Callable from any thread, also while the step thread runs (the JS thread asks between steps). */
@@ -235,6 +238,7 @@ typedef struct vt_memory_estimate {
   int64_t workspace_bytes;
   int32_t max_context;           /* effective, after params */
   int64_t host_available_bytes;  /* MemAvailable now, -1 if unknown */
+  int64_t host_pinned_bytes;     /* page-locked host staging of the CUDA backend (0 on the CPU); appended */
 } vt_memory_estimate;
 
 vt_status vt_engine_estimate(const char *dir, vt_engine_params params, vt_memory_estimate *out, char *err, size_t err_cap);

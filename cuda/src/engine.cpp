@@ -68,6 +68,7 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
     e->workspace_bytes_ = cm->workspace_bytes();
     e->graphs_count_ = cm->graph_count();
     e->graphs_bytes_ = cm->graph_bytes();
+    e->host_pinned_bytes_ = cm->pinned_bytes();
     e->device_name_ = "cuda";
     e->gpu_ = &cm->context();
     model = std::move(cm);
@@ -136,6 +137,7 @@ vt_memory_report Engine::memory() {
   r.workspace_bytes = workspace_bytes_;
   r.graphs_count = graphs_count_;
   r.graphs_bytes = graphs_bytes_;
+  r.host_pinned_bytes = host_pinned_bytes_;
   r.gpu_device = -1;
   r.gpu_total_bytes = r.gpu_free_bytes = -1;
   if (gpu_) {
@@ -169,6 +171,7 @@ vt_memory_estimate Engine::estimate(const std::string &dir, const vt_engine_para
   est.workspace_bytes = plan.workspace_bytes;
   est.max_context = plan.max_context;
   est.host_available_bytes = host_memory_available();
+  est.host_pinned_bytes = plan.cuda ? plan.host_pinned_bytes : 0;
   return est;
 }
 

@@ -43,7 +43,11 @@ function describeEstimate(e: MemoryEstimate | { error: string; code?: string }):
     ['  weights', `${bytes(e.weights.totalBytes)} (${bytes(e.weights.mappedBytes)} read in place from the files)`],
     ['  KV cache', `${bytes(e.kvCache.bytes)} for ${grouped(e.kvCache.tokens)} tokens (${grouped(e.kvCache.bytesPerToken)} B/token)`],
     ['  workspaces', bytes(e.workspaceBytes)],
-    ['  host heap', `${bytes(e.totals.hostHeapBytes)}${e.hostAvailableBytes !== null ? ` of ${bytes(e.hostAvailableBytes)} available` : ''}`],
+    [
+      '  host heap',
+      `${bytes(e.totals.hostHeapBytes)}${e.pinnedHostBytes > 0 ? ` (${bytes(e.pinnedHostBytes)} of it pinned for the GPU)` : ''}` +
+        `${e.hostAvailableBytes !== null ? ` of ${bytes(e.hostAvailableBytes)} available` : ''}`,
+    ],
   ];
   const out = rows.map(([k, v]) => `  ${k.padEnd(17)}${v}`).join('\n') + '\n';
   return e.suggestion ? out + `  ${''.padEnd(17)}${e.suggestion}\n` : out;

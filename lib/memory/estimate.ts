@@ -65,8 +65,9 @@ export function toMemoryEstimate(n: NativeEstimate, params: NativeLoadParams): M
     },
     kvCache: { bytes: n.kvCacheBytes, tokens: n.kvCacheTokens, bytesPerToken },
     workspaceBytes: n.workspaceBytes,
+    pinnedHostBytes: n.hostPinnedBytes,
     totals: {
-      hostHeapBytes: n.weightHostBytes + (device === 'cpu' ? n.kvCacheBytes + n.workspaceBytes : 0),
+      hostHeapBytes: n.weightHostBytes + (device === 'cpu' ? n.kvCacheBytes + n.workspaceBytes : 0) + n.hostPinnedBytes,
       pageCacheBytes: n.weightMappedBytes,
       deviceBytes: n.weightDeviceBytes + onDevice,
     },

@@ -20,6 +20,7 @@ export function toEngineMemory(m: NativeMemory, device: 'cpu' | 'cuda'): EngineM
     { name: 'kv_cache', tier: runtime, bytes: m.kvCacheBytes },
     { name: 'workspace', tier: runtime, bytes: m.workspaceBytes },
     { name: 'cuda_graphs', tier: 'device', bytes: m.graphsBytes > 0 ? m.graphsBytes : 0 },
+    { name: 'pinned_staging', tier: 'host', bytes: m.hostPinnedBytes },
   ];
   // Zero entries say nothing (no device weights on the CPU, no graphs).
   const components = candidates.filter((c) => c.bytes > 0);
@@ -39,6 +40,7 @@ export function toEngineMemory(m: NativeMemory, device: 'cpu' | 'cuda'): EngineM
     },
     graphs: { count: m.graphsCount, bytes: m.graphsBytes >= 0 ? m.graphsBytes : null },
     workspaceBytes: m.workspaceBytes,
+    pinnedHostBytes: m.hostPinnedBytes,
     components,
     totalBytes: components.reduce((sum, c) => sum + c.bytes, 0),
   };

@@ -81,7 +81,7 @@ export type MemoryReasons = Partial<Record<'process' | 'system' | 'gpu', string>
 
 /** One part of what the engine holds. The components sum to {@link EngineMemory.totalBytes}. */
 export interface MemoryComponent {
-  /** `'weights'`, `'kv_cache'`, `'workspace'`, `'cuda_graphs'`; later `'vision_tower'` and others. */
+  /** `'weights'`, `'kv_cache'`, `'workspace'`, `'cuda_graphs'`, `'pinned_staging'`; later `'vision_tower'` and others. */
   name: string;
   /** Bytes held (reserved or mapped), resident or not. */
   bytes: number;
@@ -131,6 +131,13 @@ export interface EngineMemory {
   };
   /** Activations, logits and sampler scratch, sized at load for maxBatchTokens and maxSeqs. */
   workspaceBytes: number;
+  /**
+   * Page-locked host memory the CUDA backend stages each step through (the step's token ids, positions and block
+   * tables, the sampled ids and logprobs, the logits processors' lists); 0 on the CPU backend. It is in the
+   * process's RSS and cannot be swapped or reclaimed. (While a model loads, 64 MiB more is pinned for the weights'
+   * upload, and freed before `Engine.load` resolves.)
+   */
+  pinnedHostBytes: number;
   /** Everything above, one entry per kind and tier. Sums to {@link totalBytes}. */
   components: MemoryComponent[];
   /** The sum of {@link components}: what the engine holds at most, resident or not. */
@@ -252,9 +259,14 @@ export interface MemoryEstimate {
   };
   /** Activations, logits and sampler scratch. */
   workspaceBytes: number;
+  /** Page-locked host staging of the CUDA backend (see {@link EngineMemory.pinnedHostBytes}); 0 on the CPU. */
+  pinnedHostBytes: number;
   /** The same bytes by tier. */
   totals: {
-    /** Anonymous host memory: host weight copies, plus the KV pool and workspace on the CPU. */
+    /**
+     * Anonymous host memory: host weight copies, plus the KV pool and workspace on the CPU, plus the pinned staging
+     * on the GPU.
+     */
     hostHeapBytes: number;
     /** Page cache of the checkpoint files the engine reads in place. */
     pageCacheBytes: number;

@@ -116,6 +116,7 @@ export interface NativeMemory {
   workspaceBytes: number;
   graphsCount: number;
   graphsBytes: number; // -1 = not measurable
+  hostPinnedBytes: number; // page-locked host staging of the CUDA backend; 0 on the CPU
   gpuDevice: number; // CUDA ordinal; -1 on the CPU backend
   gpuTotalBytes: number; // -1 on the CPU backend
   gpuFreeBytes: number; // -1 on the CPU backend, or when the driver did not answer
@@ -134,6 +135,7 @@ export interface NativeEstimate {
   workspaceBytes: number;
   maxContext: number;
   hostAvailableBytes: number; // -1 = unknown
+  hostPinnedBytes: number; // page-locked host staging of the CUDA backend; 0 on the CPU
 }
 
 /**

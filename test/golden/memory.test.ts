@@ -199,6 +199,7 @@ describe('Engine.estimate against steady usage', () => {
     expect(est.kvCache.tokens).toBe(m.kvCache.blocksTotal * m.kvCache.blockSize);
     expect(est.kvCache.bytesPerToken).toBe(kvBytesPerToken(engine));
     expect(est.workspaceBytes).toBe(m.workspaceBytes);
+    expect([est.pinnedHostBytes, m.pinnedHostBytes]).toStrictEqual([0, 0]); // the CPU backend pins nothing
     expect(est.weights).toStrictEqual({ totalBytes: m.weights.mappedBytes, deviceBytes: 0, hostBytes: m.weights.hostBytes, mappedBytes: m.weights.mappedBytes });
     expect(est.maxContext).toBe(engine.modelInfo.maxContext);
     expect(est.fits).toBe(true);

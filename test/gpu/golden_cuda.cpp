@@ -106,15 +106,25 @@ void fail_check(const std::string &what) {
 }
 
 // The GPU half of vt_engine_memory, asked from this (the main) thread while the step thread serves requests:
-// the driver's figures for device 0, and a free figure that leaves room for the weights and the KV pool.
-void check_gpu_memory(const std::string &tag, vt_engine *e, bool cuda) {
+// the driver's figures for device 0, and a free figure that leaves room for the weights and the KV pool. And the
+// page-locked host staging: none on the CPU backend; on the GPU what vt_engine_estimate said it would be for the
+// same folder and params (the plan and the allocations are written apart).
+void check_gpu_memory(const std::string &tag, vt_engine *e, bool cuda, const fs::path &dir, const vt_engine_params &ep) {
   vt_memory_report m{};
   if (vt_engine_memory(e, &m) != VT_OK) return fail_check(tag + ": vt_engine_memory failed");
   if (!cuda) {
     if (m.gpu_device != -1 || m.gpu_total_bytes != -1 || m.gpu_free_bytes != -1 || m.gpu_name[0])
       fail_check(tag + ": GPU fields set on the CPU backend");
+    if (m.host_pinned_bytes != 0) fail_check(tag + ": pinned host bytes on the CPU backend");
     return;
   }
+  vt_memory_estimate est{};
+  char err[512] = {0};
+  if (vt_engine_estimate(dir.c_str(), ep, &est, err, sizeof err) != VT_OK)
+    fail_check(tag + ": vt_engine_estimate: " + err);
+  else if (m.host_pinned_bytes <= 0 || m.host_pinned_bytes != est.host_pinned_bytes)
+    fail_check(tag + ": pinned host bytes " + std::to_string(m.host_pinned_bytes) + ", estimated " +
+               std::to_string(est.host_pinned_bytes));
   const int64_t held = m.weight_device_bytes + m.kv_cache_bytes + m.workspace_bytes;
   if (m.gpu_device != 0) fail_check(tag + ": gpu_device " + std::to_string(m.gpu_device));
   if (!m.gpu_name[0]) fail_check(tag + ": empty gpu_name");
@@ -366,7 +376,7 @@ int main(int argc, char **argv) {
       const int len = std::max(1, int(prompts[i].greedy.size()) - (k / int(prompts.size())) % 8);
       ids.emplace_back(submit(e, prompts[i], len), i);
     }
-    check_gpu_memory(name, e, std::string(info.device) == "cuda");
+    check_gpu_memory(name, e, std::string(info.device) == "cuda", dir, ep);
     int exact = 0;
     for (auto &[id, i] : ids) {
       if (!id) continue;

@@ -33,6 +33,7 @@ function native(p: NativeLoadParams, available: number, maxPositions = 40_960): 
     workspaceBytes: WORKSPACE,
     maxContext: M,
     hostAvailableBytes: available,
+    hostPinnedBytes: 0,
   };
   function poolTokens(q: NativeLoadParams, m: number): number {
     const t = q.kvCacheBytes > 0 ? Math.floor(q.kvCacheBytes / PER_TOKEN) : Math.max(m, 4096);
@@ -60,6 +61,7 @@ describe('toMemoryEstimate', () => {
       weights: { totalBytes: 1_192_099_840, deviceBytes: 0, hostBytes: HOST_WEIGHTS, mappedBytes: 1_192_099_840 },
       kvCache: { bytes: 4096 * PER_TOKEN, tokens: 4096, bytesPerToken: PER_TOKEN },
       workspaceBytes: WORKSPACE,
+      pinnedHostBytes: 0,
       totals: { hostHeapBytes: HOST_WEIGHTS + 4096 * PER_TOKEN + WORKSPACE, pageCacheBytes: 1_192_099_840, deviceBytes: 0 },
       hostAvailableBytes: 20 * GiB,
       fits: true,
@@ -76,6 +78,10 @@ describe('toMemoryEstimate', () => {
       pageCacheBytes: 0,
       deviceBytes: 1_192_099_840 + n.kvCacheBytes + WORKSPACE,
     });
+    // its page-locked staging is host memory
+    const pinned = toMemoryEstimate({ ...n, hostPinnedBytes: 5_767_168 }, p);
+    expect(pinned.pinnedHostBytes).toBe(5_767_168);
+    expect(pinned.totals.hostHeapBytes).toBe(HOST_WEIGHTS + 5_767_168);
   });
 
   it('fits when MemAvailable is unknown, and says so with null', () => {

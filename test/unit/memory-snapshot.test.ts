@@ -20,6 +20,7 @@ const report: NativeMemory = {
   workspaceBytes: 1_700_352,
   graphsCount: 0,
   graphsBytes: 0,
+  hostPinnedBytes: 0,
   gpuDevice: -1,
   gpuTotalBytes: -1,
   gpuFreeBytes: -1,
@@ -74,6 +75,15 @@ describe('toEngineMemory', () => {
     expect(m.totalBytes).toBe(m.components.reduce((s, c) => s + c.bytes, 0));
     const withGraphs = toEngineMemory({ ...report, weightDeviceBytes: 1000, graphsCount: 7, graphsBytes: 4096 }, 'cuda');
     expect(withGraphs.components.at(-1)).toStrictEqual({ name: 'cuda_graphs', tier: 'device', bytes: 4096 });
+    expect(withGraphs.pinnedHostBytes).toBe(0);
+  });
+
+  it('on CUDA: the pinned staging is host memory, a component of its own, in the total', () => {
+    const pinned = 5_767_168;
+    const m = toEngineMemory({ ...report, weightDeviceBytes: 1000, weightMappedBytes: 0, hostPinnedBytes: pinned }, 'cuda');
+    expect(m.pinnedHostBytes).toBe(pinned);
+    expect(m.components.at(-1)).toStrictEqual({ name: 'pinned_staging', tier: 'host', bytes: pinned });
+    expect(m.totalBytes).toBe(1000 + 1280 + 2_097_152 + 1_700_352 + pinned);
   });
 });
 

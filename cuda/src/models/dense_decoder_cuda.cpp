@@ -119,6 +119,10 @@ CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const C
              as * R * H + R * V * 4 + 8 * R + ws.attn_bytes + int64_t(ws.meta_elems) * 4 + 4 * R +
              int64_t(sizeof(cuda::SampleRow)) * R + 8 * kMaxTopLogprobs * R +
              (with_blas ? int64_t(cuda::CublasLt::kWorkspaceBytes) : 0);
+  // Page-locked host memory, as the constructor allocates it: the logits processors' staging, the step's
+  // integers, the greedy ids and logprobs, the sampled rows' parameters and results.
+  ws.pinned = (processors_switch(c) ? int64_t(kProcBytes) : 0) + int64_t(ws.meta_elems) * 4 + 8 * R +
+              R * int64_t(std::max<size_t>(sizeof(cuda::SampleRow), 8 + 8 * kMaxTopLogprobs));
   return ws;
 }
 
@@ -254,6 +258,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   staged_ = std::make_unique<cuda::Event>();
   out_pinned_ = cuda::PinnedBuffer(size_t(R) * 8);
   sample_pinned_ = cuda::PinnedBuffer(size_t(R) * std::max<size_t>(sizeof(cuda::SampleRow), 8 + 8 * kMaxTopLogprobs));
+  pinned_bytes_ = int64_t(proc_pinned_.bytes() + meta_pinned_.bytes() + out_pinned_.bytes() + sample_pinned_.bytes());
   const CUdeviceptr m0 = meta_buf_.ptr();
   meta_ = Meta{m0, m0 + 4 * CUdeviceptr(T), m0 + 8 * CUdeviceptr(T), m0 + 12 * CUdeviceptr(T),
                m0 + 4 * CUdeviceptr(3 * T + S + 1), m0 + 4 * CUdeviceptr(tiles_off_ + 4 * (T + S)),

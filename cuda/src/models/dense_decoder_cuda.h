@@ -60,6 +60,7 @@ class CudaDecoder : public Decoder {
   // function for the constructor and for memory estimates made before loading (memory_plan.cpp).
   struct Workspace {
     int64_t total = 0;       // bytes
+    int64_t pinned = 0;      // page-locked host bytes (the step's staging), apart from total
     int64_t attn_bytes = 0;  // split-K attention partials
     int32_t attn_rows = 0, table_width = 0;
     size_t tiles_off = 0, meta_elems = 0;
@@ -97,6 +98,7 @@ class CudaDecoder : public Decoder {
   int64_t weight_device_bytes() const { return weight_bytes_; }
   int64_t kv_bytes() const { return int64_t(kv_.bytes()); }
   int64_t workspace_bytes() const { return workspace_bytes_; }
+  int64_t pinned_bytes() const { return pinned_bytes_; }  // page-locked host memory held (plan_workspace's pinned)
   int32_t graph_count() const { return graphs_.executables(); }
   int64_t graph_bytes() const { return graphs_.device_bytes(); }
 
@@ -173,7 +175,7 @@ class CudaDecoder : public Decoder {
 
   std::vector<cuda::DeviceBuffer> buffers_;  // weights and activations, owned here
   cuda::StagedUpload *stager_ = nullptr;     // the constructor's, while it uploads the weights
-  int64_t weight_bytes_ = 0, workspace_bytes_ = 0;
+  int64_t weight_bytes_ = 0, workspace_bytes_ = 0, pinned_bytes_ = 0;
   DMatrix embed_, lm_head_;
   std::vector<DLayer> layers_;
   CUdeviceptr final_norm_ = 0, inv_freq_ = 0;  // (hidden), (head_dim / 2) fp32
