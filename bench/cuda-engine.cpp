@@ -327,13 +327,14 @@ struct Bench {
                     {"n_params", info.n_params}, {"weight_bytes", info.weight_bytes}, {"max_context", info.max_context}};
     out["memory"] = {{"weight_device_bytes", m.weight_device_bytes}, {"kv_cache_bytes", m.kv_cache_bytes},
                      {"kv_blocks_total", m.kv_blocks_total}, {"workspace_bytes", m.workspace_bytes},
-                     {"graphs_count", m.graphs_count}, {"graphs_bytes", m.graphs_bytes}};
+                     {"graphs_count", m.graphs_count}, {"graphs_bytes", m.graphs_bytes},
+                     {"host_pinned_bytes", m.host_pinned_bytes}};
     std::printf("model: %s on %s, %d layers, hidden %d, %lld params, %.3f GB of %s weights\n", info.architecture,
                 info.device, info.n_layers, info.hidden_size, (long long)info.n_params, info.weight_bytes / 1e9, info.dtype);
     std::printf("memory after load: weights on device %.1f MiB, KV %.1f MiB (%d blocks of %d), workspace %.1f MiB, "
-                "graphs %d (%lld B)\n",
+                "graphs %d (%lld B), pinned host %.1f MiB\n",
                 m.weight_device_bytes / 1048576.0, m.kv_cache_bytes / 1048576.0, m.kv_blocks_total, m.kv_block_size,
-                m.workspace_bytes / 1048576.0, m.graphs_count, (long long)m.graphs_bytes);
+                m.workspace_bytes / 1048576.0, m.graphs_count, (long long)m.graphs_bytes, m.host_pinned_bytes / 1048576.0);
     save();
   }
 };

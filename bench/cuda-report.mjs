@@ -121,7 +121,8 @@ for (const [shape, { engine: e = {}, control: c = {}, hf: h = {} }] of groups) {
     const mib = (x) => `${num(x / 1048576, 0)} MiB`;
     out.push('', `Our GPU memory after load: weights ${mib(mem.weight_device_bytes)}, KV cache ${mib(mem.kv_cache_bytes)}, ` +
       `workspaces ${mib(mem.workspace_bytes)}, ${mem.graphs_count} CUDA graphs` +
-      (mem.graphs_bytes > 0 ? ` (${mib(mem.graphs_bytes)})` : '') + '.');
+      (mem.graphs_bytes > 0 ? ` (${mib(mem.graphs_bytes)})` : '') +
+      (mem.host_pinned_bytes > 0 ? `; pinned host memory ${num(mem.host_pinned_bytes / 1048576, 1)} MiB` : '') + '.');
   }
   const notes = [...(h.notes ?? []).map((n) => `HF: ${n}`), ...[e, c, h].flatMap((j) => (j.errors ?? []).map((x) => `error (${j.tool}${j.graphs === false ? ', graphs off' : ''}): ${x}`))];
   if (notes.length) out.push('', ...notes.map((n) => `- ${n}`));

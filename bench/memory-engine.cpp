@@ -126,6 +126,7 @@ json memory_json(vt_engine *e, const std::string &dir) {
           {"workspace_bytes", m.workspace_bytes},
           {"graphs_count", m.graphs_count},
           {"graphs_bytes", m.graphs_bytes},
+          {"host_pinned_bytes", m.host_pinned_bytes},
           {"checkpointMappings", checkpoint_mappings(dir)}};
 }
 
@@ -138,7 +139,8 @@ json estimate_json(const vt_memory_estimate &e) {
           {"kv_cache_tokens", e.kv_cache_tokens},
           {"workspace_bytes", e.workspace_bytes},
           {"max_context", e.max_context},
-          {"host_available_bytes", e.host_available_bytes}};
+          {"host_available_bytes", e.host_available_bytes},
+          {"host_pinned_bytes", e.host_pinned_bytes}};
 }
 
 // The requests of the serve phase, as the step callback reports them.
