@@ -334,7 +334,8 @@ struct Bench {
     std::printf("memory after load: weights on device %.1f MiB, KV %.1f MiB (%d blocks of %d), workspace %.1f MiB, "
                 "graphs %d (%lld B), pinned host %.1f MiB\n",
                 m.weight_device_bytes / 1048576.0, m.kv_cache_bytes / 1048576.0, m.kv_blocks_total, m.kv_block_size,
-                m.workspace_bytes / 1048576.0, m.graphs_count, (long long)m.graphs_bytes, m.host_pinned_bytes / 1048576.0);
+                m.workspace_bytes / 1048576.0, m.graphs_count, (long long)m.graphs_bytes,
+                m.host_pinned_bytes / 1048576.0);
     save();
   }
 };

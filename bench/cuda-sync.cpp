@@ -99,8 +99,8 @@ int main(int argc, char **argv) {
         std::string why;
         if (!all_equal(a, s, G, float(steps), &why)) ok = false, std::printf("FAIL chain: %s\n", why.c_str());
         d.cuGraphExecDestroy(x), d.cuGraphDestroy(g);
-        std::printf("%-52s %8d %14.3f\n", pdl ? "launch boundary, PDL, in a graph" : "launch boundary, no PDL, in a graph",
-                    G, median(us));
+        std::printf("%-52s %8d %14.3f\n",
+                    pdl ? "launch boundary, PDL, in a graph" : "launch boundary, no PDL, in a graph", G, median(us));
       }
 
     // Grid barriers: one persistent kernel, every block resident (at most per_sm blocks an SM).

@@ -124,7 +124,8 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
   if (m.cuda) {
     // cuBLASLt's workspace is counted whenever it may load (bf16 activations): at most 32 MiB too many.
     const CudaDecoderParams cp = cuda_decoder_params(m, p);
-    const CudaDecoder::Workspace ws = CudaDecoder::plan_workspace(c, cp, cuda::device_sm_count(0), cp.act == cuda::Act::BF16);
+    const CudaDecoder::Workspace ws =
+        CudaDecoder::plan_workspace(c, cp, cuda::device_sm_count(0), cp.act == cuda::Act::BF16);
     m.workspace_bytes = ws.total, m.host_pinned_bytes = ws.pinned;
     return m;
   }

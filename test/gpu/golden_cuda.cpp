@@ -109,7 +109,8 @@ void fail_check(const std::string &what) {
 // the driver's figures for device 0, and a free figure that leaves room for the weights and the KV pool. And the
 // page-locked host staging: none on the CPU backend; on the GPU what vt_engine_estimate said it would be for the
 // same folder and params (the plan and the allocations are written apart).
-void check_gpu_memory(const std::string &tag, vt_engine *e, bool cuda, const fs::path &dir, const vt_engine_params &ep) {
+void check_gpu_memory(const std::string &tag, vt_engine *e, bool cuda, const fs::path &dir,
+                      const vt_engine_params &ep) {
   vt_memory_report m{};
   if (vt_engine_memory(e, &m) != VT_OK) return fail_check(tag + ": vt_engine_memory failed");
   if (!cuda) {

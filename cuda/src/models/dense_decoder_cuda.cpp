@@ -115,7 +115,8 @@ CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const C
   // output, gate|up and the SwiGLU product; logits, greedy ids and logprobs; attention partials; the step's
   // integers and the row list; the logits processors' staging (unless VT_CUDA_PENALTIES=0); cuBLASLt's workspace; the
   // fused norm's partial sums of squares.
-  ws.total = 4 * kNormSsRows * cuda::Ops::norm_parts(H) + (processors_switch(c) ? int64_t(kProcBytes) : 0) + as * T * (H + QKV + QD + I + 2 * I) + ps * T * H + 4 * T * H + (as == 2 ? 4 * T * H : 0) + 4 * R * H +
+  ws.total = 4 * kNormSsRows * cuda::Ops::norm_parts(H) + (processors_switch(c) ? int64_t(kProcBytes) : 0) +
+             as * T * (H + QKV + QD + I + 2 * I) + ps * T * H + 4 * T * H + (as == 2 ? 4 * T * H : 0) + 4 * R * H +
              as * R * H + R * V * 4 + 8 * R + ws.attn_bytes + int64_t(ws.meta_elems) * 4 + 4 * R +
              int64_t(sizeof(cuda::SampleRow)) * R + 8 * kMaxTopLogprobs * R +
              (with_blas ? int64_t(cuda::CublasLt::kWorkspaceBytes) : 0);

@@ -40,7 +40,8 @@ std::vector<float> cpu_ss_parts(const std::vector<float> &x, int64_t M, int64_t 
   for (int64_t m = 0; m < M; ++m)
     for (int64_t p = 0; p < P; ++p) {
       double ss = 0;
-      for (int64_t k = 8 * p; k < std::min(K, 8 * p + 8); ++k) ss += double(x[size_t(m * K + k)]) * x[size_t(m * K + k)];
+      for (int64_t k = 8 * p; k < std::min(K, 8 * p + 8); ++k)
+        ss += double(x[size_t(m * K + k)]) * x[size_t(m * K + k)];
       out[size_t(m * P + p)] = float(ss);
     }
   return out;

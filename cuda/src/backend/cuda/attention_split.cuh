@@ -8,9 +8,9 @@
 // metadata. The split length does not: each row divides its actual key count n_keys into
 // n_active = ceil(n_keys / len) <= n_splits splits of len keys, len the smallest multiple of kSplitKeys that
 // needs no more than min(n_splits, ceil(n_keys / split_keys)) splits (split_keys: the shortest split the host
-// allows, a multiple of kSplitKeys; kSplitKeys itself unless VT_CUDA_SPLIT_KEYS). A short row under a graph captured for
-// long contexts so still runs its keys as 64-key splits spread over the SMs, and blocks of splits past
-// n_active return at once.
+// allows, a multiple of kSplitKeys; kSplitKeys itself unless VT_CUDA_SPLIT_KEYS). A short row under a graph
+// captured for long contexts so still runs its keys as short splits spread over the SMs, and blocks of splits
+// past n_active return at once.
 //
 // Inside a block the 4 warps take turns over the split's keys (16 at a time on tensor cores for bf16 with
 // head_dim 64/128/256 and aligned caches, attention_mma.cuh; else 4 at a time on CUDA cores, one head after

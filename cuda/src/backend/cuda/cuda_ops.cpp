@@ -246,7 +246,8 @@ void Ops::gemv_swiglu(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdevicep
 
 void Ops::gemv_norm(CUstream s, CUdeviceptr residual, CUdeviceptr ss_part, int64_t M, int64_t K, CUdeviceptr norm_w,
                     float eps, CUdeviceptr w, int64_t N, CUdeviceptr bias, CUdeviceptr y) {
-  require(fused_ && fits_int(K) && K > 0 && fits_int(N) && M >= 0 && ss_part, "gemv_norm shape (or a build without it)");
+  require(fused_ && fits_int(K) && K > 0 && fits_int(N) && M >= 0 && ss_part,
+          "gemv_norm shape (or a build without it)");
   if (M == 0 || N == 0) return;
   const int64_t as = int64_t(act_size(act_)), parts = norm_parts(K);
   const int k = int(K), n = int(N);
@@ -467,8 +468,8 @@ void Ops::attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUde
   if (rope)
     ctx_.launch_pdl(f, grid, block, shared, s, q, stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0, b.block_tables,
                     b.n_seqs, b.max_blocks_per_seq, b.block_size, n_heads, n_kv_heads, head_dim, scale, n_splits,
-                    tickets, part_ml, part_acc, out, split_keys_, rope->pos, rope->inv_freq, rope->attn_scale, rope->q_norm,
-                    rope->k_norm, rope->eps, rope->slot);
+                    tickets, part_ml, part_acc, out, split_keys_, rope->pos, rope->inv_freq, rope->attn_scale,
+                    rope->q_norm, rope->k_norm, rope->eps, rope->slot);
   else
     ctx_.launch_pdl(f, grid, block, shared, s, q, stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0, b.block_tables,
                     b.n_seqs, b.max_blocks_per_seq, b.block_size, n_heads, n_kv_heads, head_dim, scale, n_splits,

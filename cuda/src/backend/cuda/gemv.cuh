@@ -59,7 +59,8 @@ struct NormedRows {
   __device__ __forceinline__ void dot8(int m, int k, const float (&wf)[8], float &acc) const {
     const float *r = residual + int64_t(m) * K + k;
     const float4 a = *reinterpret_cast<const float4 *>(r), b = *reinterpret_cast<const float4 *>(r + 4);
-    const float4 ga = *reinterpret_cast<const float4 *>(norm_w + k), gb = *reinterpret_cast<const float4 *>(norm_w + k + 4);
+    const float4 ga = *reinterpret_cast<const float4 *>(norm_w + k);
+    const float4 gb = *reinterpret_cast<const float4 *>(norm_w + k + 4);
     const float v = inv[m];
     acc = fmaf(normed(a.x, v, ga.x), wf[0], acc), acc = fmaf(normed(a.y, v, ga.y), wf[1], acc);
     acc = fmaf(normed(a.z, v, ga.z), wf[2], acc), acc = fmaf(normed(a.w, v, ga.w), wf[3], acc);
@@ -244,7 +245,8 @@ __device__ __forceinline__ void gemv_warp(const XS &x, const bf16 *__restrict__ 
 template <int M, int R, class X, class Y, GemvOut OUT = GemvOut::kStore, bool EARLY = false, int LOADS = 0>
 __device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *__restrict__ w,
                                           const float *__restrict__ bias, Y *__restrict__ y, int K, int N, int vec,
-                                          float *__restrict__ residual = nullptr, float *__restrict__ ss_part = nullptr) {
+                                          float *__restrict__ residual = nullptr,
+                                          float *__restrict__ ss_part = nullptr) {
   pdl_trigger();
   const RowsX<X> xs{x, K};
   if constexpr (EARLY) {
