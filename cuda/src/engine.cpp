@@ -66,8 +66,7 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
     e->weight_mapped_bytes_ = 0;
     e->kv_bytes_ = cm->kv_bytes();
     e->workspace_bytes_ = cm->workspace_bytes();
-    e->graphs_count_ = cm->graph_count();
-    e->graphs_bytes_ = cm->graph_bytes();
+    e->cuda_ = cm.get();
     e->host_pinned_bytes_ = cm->pinned_bytes();
     e->device_name_ = "cuda";
     e->gpu_ = &cm->context();
@@ -135,8 +134,9 @@ vt_memory_report Engine::memory() {
   r.kv_blocks_used = int32_t(blocks_used_.load());
   r.kv_block_size = kv_block_size_;
   r.workspace_bytes = workspace_bytes_;
-  r.graphs_count = graphs_count_;
-  r.graphs_bytes = graphs_bytes_;
+  // A CUDA engine's graphs, read now: with VT_CUDA_GRAPHS_LAZY=1 they are captured as steps first need them.
+  r.graphs_count = cuda_ ? cuda_->graph_count() : graphs_count_;
+  r.graphs_bytes = cuda_ ? cuda_->graph_bytes() : graphs_bytes_;
   r.host_pinned_bytes = host_pinned_bytes_;
   r.gpu_device = -1;
   r.gpu_total_bytes = r.gpu_free_bytes = -1;

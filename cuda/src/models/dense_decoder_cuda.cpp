@@ -151,6 +151,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
                            "results are wrong\n", e);
   }
   if (const char *e = std::getenv("VT_CUDA_ROPE_ATTN")) rope_in_attn_ = e[0] == '1' && ops_->has_attention_rope();
+  if (const char *e = std::getenv("VT_CUDA_GRAPHS_LAZY")) graphs_lazy_ = e[0] == '1';
   // Sampled rows are picked on the GPU; VT_CUDA_SAMPLE=0 sends their logits to the host sampler instead.
   if (const char *e = std::getenv("VT_CUDA_SAMPLE")) sample_on_device_ = e[0] != '0';
   if (c_.vocab_size > cuda::Ops::kSampleMaxVocab) sample_on_device_ = false;
@@ -271,9 +272,9 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   workspace_bytes_ += int64_t(iota_.bytes());
   ctx_->synchronize();
   if (!p.graph_buckets.empty()) {
-    if (progress) progress("cuda graphs", 0, 1);
+    if (progress && !graphs_lazy_) progress("cuda graphs", 0, 1);
     capture_graphs();
-    if (progress) progress("cuda graphs", 1, 1);
+    if (progress && !graphs_lazy_) progress("cuda graphs", 1, 1);
   }
 }
 
@@ -419,19 +420,21 @@ void CudaDecoder::head(CUdeviceptr rows, int32_t n, bool with_argmax) {
   if (with_argmax) ops_->argmax(s, logits_, n, V, V, ids_, lps_);
 }
 
+void CudaDecoder::record_step(int32_t B) {
+  layers(B, B, p_.max_context, false, 0);
+  head(iota_.ptr(), B, true);
+}
+
 void CudaDecoder::capture_graphs() {
   // Buckets above what one step can hold are dropped (the scheduler never makes such a step).
   std::vector<int32_t> buckets;
   for (int32_t b : p_.graph_buckets)
     if (b >= 1 && b <= std::min({p_.max_seqs, p_.max_tokens, p_.max_logit_rows, attn_ws_rows_})) buckets.push_back(b);
   if (buckets.empty()) return;
+  if (graphs_lazy_) return graphs_.plan(buckets);  // each captured by forward() when first needed
   const ForwardBatch none{};  // every row padding
   graphs_.build(
-      *ctx_, stream_->get(), buckets, p_.graph_dedup,
-      [&](int32_t B) {
-        layers(B, B, p_.max_context, false, 0);
-        head(iota_.ptr(), B, true);
-      },
+      *ctx_, stream_->get(), buckets, p_.graph_dedup, [&](int32_t B) { record_step(B); },
       [&](int32_t B) { stage(none, B); });
 }
 
@@ -444,6 +447,8 @@ void CudaDecoder::forward(const ForwardBatch &b) {
   const cpu::AttentionBatch &a = b.attn;
   const bool decode = T == a.n_seqs;
   if (const int32_t bucket = decode ? graphs_.bucket_for(T) : 0) {
+    if (!graphs_.has(bucket))  // VT_CUDA_GRAPHS_LAZY=1: this bucket's first step captures it
+      graphs_.add(*ctx_, stream_->get(), bucket, p_.graph_dedup, [&](int32_t B) { record_step(B); });
     stage(b, bucket);
     graphs_.launch(bucket, stream_->get());
     graph_rows_ = T, head_rows_ = T;

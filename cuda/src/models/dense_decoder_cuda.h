@@ -141,6 +141,7 @@ class CudaDecoder : public Decoder {
   // Fills the pinned staging area for a step (padded to n_pad rows/sequences) and copies it up.
   void stage(const ForwardBatch &b, int32_t n_pad);
   void capture_graphs();
+  void record_step(int32_t B);  // what a decode graph of bucket B holds: the layers and the head, all rows padding
   CUdeviceptr k_cache(int l) const { return kv_.ptr() + CUdeviceptr(2 * l) * kv_layer_bytes_; }
   CUdeviceptr v_cache(int l) const { return kv_.ptr() + CUdeviceptr(2 * l + 1) * kv_layer_bytes_; }
 
@@ -158,6 +159,10 @@ class CudaDecoder : public Decoder {
   // rope; one launch a layer fewer, the same bits). Off by default: on the H200 at batch 1 it measured 6% slower
   // on the Qwen3-0.6B shape and the same on 8B (bench/RESULTS.md). Builds without the experiments ignore it.
   bool rope_in_attn_ = false;
+  // VT_CUDA_GRAPHS_LAZY=1 (an experiment, not yet timed on a GPU): no graph is captured at load; each bucket's
+  // is captured by the first decode step that needs it (~9 ms once, on the 0.6B shape's 71 ms for 8 buckets), so
+  // the load is shorter and an engine that decodes one sequence at a time holds one graph.
+  bool graphs_lazy_ = false;
   // VT_CUDA_FUSED_NORM=1: steps of up to gemv_rows_max() rows add each sublayer's output into the residual in
   // the epilogue of its product (o / down: Ops::gemv_residual, which also leaves the rows' partial sums of
   // squares in norm_ss_) and normalize as the next product reads the residual (q|k|v / gate|up:

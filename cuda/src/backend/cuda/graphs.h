@@ -12,6 +12,7 @@
 // beyond run-to-run noise is measured (bench/cuda-engine), not assumed.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -32,15 +33,22 @@ class DecodeGraphs {
   // device bytes the executables took are measured around instantiation and the warm-up replays.
   void build(const Context &ctx, CUstream s, const std::vector<int32_t> &buckets, bool dedup,
              const std::function<void(int32_t)> &record, const std::function<void(int32_t)> &warm_up);
+  // Lazy capture (VT_CUDA_GRAPHS_LAZY=1, an experiment): plan() only takes the buckets; a bucket's graph is
+  // captured and instantiated by add() when a step first needs it (CudaDecoder::forward), so a load captures
+  // nothing and an engine that only ever decodes one sequence holds one graph. add() waits for the stream.
+  void plan(const std::vector<int32_t> &buckets) { bucket_list_ = buckets; }
+  bool has(int32_t b) const;
+  void add(const Context &ctx, CUstream s, int32_t b, bool dedup, const std::function<void(int32_t)> &record);
 
-  bool empty() const { return entries_.empty(); }
+  bool empty() const { return bucket_list_.empty(); }
   // The smallest bucket holding n sequences, or 0 when n is larger than every bucket.
   int32_t bucket_for(int32_t n) const;
-  // Replays bucket b (one of the buckets given to build) on s.
+  // Replays bucket b (captured: build, or add) on s.
   void launch(int32_t b, CUstream s);
 
-  int32_t executables() const { return int32_t(execs_.size()); }
-  int64_t device_bytes() const { return bytes_; }
+  // Read from any thread (engine.memory() asks while the step thread may be adding a graph).
+  int32_t executables() const { return n_execs_.load(std::memory_order_relaxed); }
+  int64_t device_bytes() const { return bytes_.load(std::memory_order_relaxed); }
   const std::vector<int32_t> &buckets() const { return bucket_list_; }
 
  private:
@@ -55,8 +63,13 @@ class DecodeGraphs {
   };
   std::vector<Entry> entries_;
   std::vector<Exec> execs_;
-  std::vector<int32_t> bucket_list_;
-  int64_t bytes_ = 0;
+  std::vector<int32_t> bucket_list_;  // planned, ascending (all captured unless lazy)
+  std::atomic<int64_t> bytes_{0};
+  std::atomic<int32_t> n_execs_{0};
+  // Captures record(b) into a new entry (the stream left usable if record throws).
+  void capture(CUstream s, int32_t b, const std::function<void(int32_t)> &record);
+  // Instantiates entry i, or (dedup) lets an executable of the same topology take it.
+  void instantiate(size_t i, bool dedup);
 };
 
 }  // namespace vt::cuda
