@@ -200,6 +200,7 @@ void test_gemv_swiglu(Env &env, cuda::Ops &ops);
 void test_gemv_fused(Env &env, cuda::Ops &ops);
 void test_gemv_early(Env &env, cuda::Ops &ops);
 void test_gemv_loads(Env &env, cuda::Ops &ops);
+void test_mlp_block(Env &env, cuda::Ops &ops);
 void test_kv_store(Env &env, cuda::Ops &ops);
 void test_rope_store(Env &env, cuda::Ops &ops);
 void test_argmax(Env &env, cuda::Ops &ops);

@@ -118,6 +118,7 @@ int main() {
       test_gemv_fused(env, ops);
       test_gemv_early(env, ops);
       test_gemv_loads(env, ops);
+      test_mlp_block(env, ops);
       test_kv_store(env, ops);
       test_rope_store(env, ops);
       if (act == Act::F32) test_argmax(env, ops);  // fp32 logits whatever the activations

@@ -163,6 +163,10 @@ class CudaDecoder : public Decoder {
   // is captured by the first decode step that needs it (~9 ms once, on the 0.6B shape's 71 ms for 8 buckets), so
   // the load is shorter and an engine that decodes one sequence at a time holds one graph.
   bool graphs_lazy_ = false;
+  // VT_CUDA_MLP_BLOCK=1 (an experiment, not yet run on a GPU): batch-1 steps run each layer's add + norm, gate|up
+  // and down in one persistent launch (Ops::mlp_block, the same bits), when every layer's MLP takes the GEMV.
+  bool mlp_block_ = false;
+  CUdeviceptr mlp_barrier_ = 0;  // its grid barrier's words
   // VT_CUDA_FUSED_NORM=1: steps of up to gemv_rows_max() rows add each sublayer's output into the residual in
   // the epilogue of its product (o / down: Ops::gemv_residual, which also leaves the rows' partial sums of
   // squares in norm_ss_) and normalize as the next product reads the residual (q|k|v / gate|up:

@@ -300,4 +300,60 @@ void test_gemv_loads(Env &env, cuda::Ops &ops) {
       }
 }
 
+// Ops::mlp_block (VT_CUDA_MLP_BLOCK=1): one persistent launch for add_rmsnorm_res32 + gemv_swiglu + the down gemv
+// at batch 1; it claims their bits, so residual, act and proj are held to tolerance 0 against the three kernels
+// (themselves checked against the CPU above), twice on the same barrier words (which it must leave zeroed), with
+// the o output in bf16 and in fp32 (VT_CUDA_SUBLAYER_F32), with and without a down bias.
+void test_mlp_block(Env &env, cuda::Ops &ops) {
+  if (ops.act() != Act::BF16) return;  // bf16 activations only
+  if (!ops.mlp_block_available()) {
+    std::printf("skip mlp_block: a build without the experiments' kernels\n");
+    return;
+  }
+  const auto s = env.stream.get();
+  const float eps = 1e-6f;
+  struct Shape { int64_t H, I; };
+  const Shape shapes[] = {{1024, 3072}, {4096, 12288}, {64, 40}, {1040, 520}, {60, 36}};
+  for (const Shape &sh : shapes)
+    for (int proj_f32 = 0; proj_f32 < 2; ++proj_f32)
+      for (int bias = 0; bias < 2; ++bias) {
+        const int64_t H = sh.H, I = sh.I;
+        if (g_small && H * I > (1 << 22)) continue;
+        check_case(env,
+                   fmt("mlp_block H %lld I %lld%s%s: add_rmsnorm_res32 + gemv_swiglu + gemv's bits, twice", (long long)H,
+                       (long long)I, proj_f32 ? ", fp32 o output" : "", bias ? " +bias" : ""),
+                   [&](std::string &why) {
+                     const Act pact = proj_f32 ? Act::F32 : Act::BF16;
+                     const auto res = rand_act(size_t(H), Act::F32, -3, 3), proj = rand_act(size_t(H), pact);
+                     const auto nw = rand_act(size_t(H), Act::F32, 0.5, 1.5), b = rand_act(size_t(H), Act::F32);
+                     const auto wgu = rand_bf16_weights(size_t(2 * I * H)), wd = rand_bf16_weights(size_t(H * I));
+                     DeviceBuffer dnw = upload_raw(nw), db = upload_raw(b), dgu = upload_raw(wgu), dwd = upload_raw(wd);
+                     DeviceBuffer barrier(256);
+                     barrier.fill_bytes(s, 0);
+                     const CUdeviceptr bp = bias ? db.ptr() : 0;
+                     // the three kernels
+                     Dev r1 = upload_act(res, Act::F32, 64), p1 = upload_act(proj, pact, 64);
+                     Dev normed = poisoned(size_t(H), Act::BF16), a1 = poisoned(size_t(I), Act::BF16);
+                     ops.add_rmsnorm_res32(s, r1.ptr(), p1.ptr(), proj_f32, 1, H, dnw.ptr(), eps, normed.ptr(), false);
+                     ops.gemv_swiglu(s, normed.ptr(), 1, H, dgu.ptr(), I, a1.ptr());
+                     ops.gemv(s, a1.ptr(), 1, I, dwd.ptr(), H, bp, p1.ptr(), proj_f32);
+                     const auto want_r = download(r1), want_p = download(p1), want_a = download(a1);
+                     for (int run = 0; run < 2; ++run) {
+                       Dev r2 = upload_act(res, Act::F32, 64), p2 = upload_act(proj, pact, 64);
+                       Dev a2 = poisoned(size_t(I), Act::BF16);
+                       ops.mlp_block(s, r2.ptr(), p2.ptr(), proj_f32, H, dnw.ptr(), eps, dgu.ptr(), I, a2.ptr(), dwd.ptr(),
+                                     bp, barrier.ptr());
+                       bool gr = false, gp = false, ga = false;
+                       const auto got_r = download(r2, &gr), got_p = download(p2, &gp), got_a = download(a2, &ga);
+                       const char *what = !close(got_a, want_a, 0, ga, &why)   ? "act"
+                                          : !close(got_r, want_r, 0, gr, &why) ? "residual"
+                                          : !close(got_p, want_p, 0, gp, &why) ? "down output"
+                                                                               : nullptr;
+                       if (what) return why = fmt("run %d, %s: ", run + 1, what) + why, false;
+                     }
+                     return true;
+                   });
+      }
+}
+
 }  // namespace cuda_tests

@@ -90,6 +90,34 @@ __device__ __forceinline__ void pdl_wait() {
 #endif
 }
 
+__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned *p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// A barrier across the whole grid, for persistent kernels whose blocks are all resident at once (the host sizes
+// the grid from the occupancy; bench/cuda-sync.cpp measures what one costs). arrive and gen: two words in global
+// memory, zero before the first use, left ready for the next (the last block resets arrive). The generation is
+// read before arriving, so a last block that arrives and bumps it first cannot be missed; the fences order each
+// block's writes before its arrival, and the reset before the release. Every thread of every block calls it.
+__device__ __forceinline__ void grid_barrier(unsigned *arrive, unsigned *gen) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned g = ld_acquire_gpu(gen);
+    __threadfence();
+    if (atomicAdd(arrive, 1u) == gridDim.x - 1) {
+      *arrive = 0;
+      __threadfence();
+      atomicAdd(gen, 1u);
+    } else {
+      while (ld_acquire_gpu(gen) == g) {
+      }
+    }
+  }
+  __syncthreads();
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -89,6 +89,9 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
     gemv_swiglu_l_[li] = ctx.find_function("vt_gemv_swiglu_" + a + l);
   }
 
+  if (act == Act::BF16)
+    for (int pf = 0; pf < 2; ++pf) mlp_block_[pf] = ctx.find_function(std::string("vt_mlp_block_") + (pf ? "f32" : "bf16"));
+
   // The fused forms are an experiment too (VT_CUDA_FUSED_NORM): without them fused_gemv_available() says no.
   fused_ = true;
   for (int lm = 0; lm < 4; ++lm) {
@@ -215,6 +218,24 @@ void Ops::gemv(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, i
     ctx_.launch_pdl(f, grid, {kGemvThreads}, 0, s, xm, w, bias, ym, k, n, vec);
     m0 += int64_t(1) << lm;
   }
+}
+
+void Ops::mlp_block(CUstream s, CUdeviceptr residual, CUdeviceptr proj, bool proj_f32, int64_t H, CUdeviceptr norm_w,
+                    float eps, CUdeviceptr w_gate_up, int64_t I, CUdeviceptr act, CUdeviceptr w_down,
+                    CUdeviceptr down_bias, CUdeviceptr barrier) {
+  const CUfunction f = mlp_block_[proj_f32 ? 1 : 0];
+  require(f && fits_int(H) && H > 0 && fits_int(I) && I > 0 && barrier, "mlp_block shape (or a build without it)");
+  const unsigned smem = unsigned(H * 2);
+  const int vec_gu = H % 8 == 0 && w_gate_up % 16 == 0, vec_down = I % 8 == 0 && w_down % 16 == 0 && act % 16 == 0;
+  // Every block resident at once (the grid barrier waits for all of them): no more than the occupancy allows.
+  int per_sm = 0;
+  check(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, int(kGemvThreads), smem),
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor(mlp_block)");
+  require(per_sm > 0, "mlp_block: no block fits an SM");
+  const int64_t groups = std::max((I + 7) / 8, (H + 7) / 8);
+  const unsigned grid = unsigned(std::min<int64_t>(groups, int64_t(per_sm) * ctx_.sm_count()));
+  ctx_.launch_pdl(f, {grid}, {kGemvThreads}, smem, s, residual, proj, norm_w, eps, w_gate_up, act, w_down, down_bias,
+                  int(H), int(I), barrier, vec_gu, vec_down);
 }
 
 int Ops::gemv_loads_variant(int64_t K, int R) const {

@@ -104,6 +104,15 @@ class Ops {
   bool fused_gemv_available() const { return fused_; }
   // Whether this build has the batch-1 GEMVs with 4 / 16 loads in flight per lane (VT_CUDA_GEMV_LOADS=4|16|auto,
   // an experiment: --experiments builds only; same bits as the default kernels).
+  // The MLP half of a batch-1 decode layer in one persistent launch (mlp_block.cu; an experiment,
+  // VT_CUDA_MLP_BLOCK=1, --experiments builds, bf16 activations). Given the o output in proj, leaves residual,
+  // act and proj (then the down output) bit for bit as add_rmsnorm_res32 (residual += proj; x = rmsnorm(residual)
+  // * norm_w) + gemv_swiglu (act) + gemv (down, into proj) leave them (the normed x stays in shared memory).
+  // proj (H) bf16, or fp32 when proj_f32; barrier: 256 zeroed bytes the caller keeps for it (left zeroed).
+  bool mlp_block_available() const { return mlp_block_[0] != nullptr; }
+  void mlp_block(CUstream s, CUdeviceptr residual, CUdeviceptr proj, bool proj_f32, int64_t H, CUdeviceptr norm_w,
+                 float eps, CUdeviceptr w_gate_up, int64_t I, CUdeviceptr act, CUdeviceptr w_down,
+                 CUdeviceptr down_bias, CUdeviceptr barrier);
   bool gemv_loads_available() const {
     return gemv_l_[0][0] && gemv_l_[1][0] && gemv_swiglu_l_[0] && gemv_swiglu_l_[1];
   }
@@ -241,7 +250,8 @@ class Ops {
   // VT_CUDA_GEMV_LOADS: batch-1 kernels with 4 / 16 loads per lane ([0] / [1]; null when the build lacks them)
   CUfunction gemv_l_[2][2] = {}, gemv_x32_l_[2] = {}, gemv_swiglu_l_[2] = {};  // gemv_l_[variant][y_f32]
   bool loads_short_ = false, loads_deep_ = false;
-  int split_keys_ = 64;  // the shortest decode attention split (attention_split.cuh; VT_CUDA_SPLIT_KEYS)
+  int split_keys_ = 64;
+  CUfunction mlp_block_[2] = {};  // [proj_f32]  // the shortest decode attention split (attention_split.cuh; VT_CUDA_SPLIT_KEYS)
   int gemv_loads_variant(int64_t K, int R) const;  // 0: the 4-load kernels, 1: the 16-load ones, -1: the default
   bool early_loads_ = false;
   bool fused_ = false;          // this build carries the fused GEMVs (scripts/build-cuda.mjs --experiments)

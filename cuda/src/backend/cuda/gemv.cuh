@@ -47,6 +47,27 @@ struct RowsX {
   __device__ __forceinline__ float at(int m, int k) const { return to_f32(x[int64_t(m) * K + k]); }
 };
 
+// RowsX read through L2 only (ld.cg): for rows other blocks of the same kernel wrote (the MLP block's act).
+template <class X>
+struct RowsL2 {
+  const X *__restrict__ x;
+  int K;
+  __device__ __forceinline__ void dot8(int m, int k, const float (&wf)[8], float &acc) const {
+    const X *p = x + int64_t(m) * K + k;
+    if constexpr (std::is_same_v<X, float>) {
+      const float4 a = __ldcg(reinterpret_cast<const float4 *>(p)), b = __ldcg(reinterpret_cast<const float4 *>(p + 4));
+      acc = fmaf(a.x, wf[0], acc), acc = fmaf(a.y, wf[1], acc), acc = fmaf(a.z, wf[2], acc), acc = fmaf(a.w, wf[3], acc);
+      acc = fmaf(b.x, wf[4], acc), acc = fmaf(b.y, wf[5], acc), acc = fmaf(b.z, wf[6], acc), acc = fmaf(b.w, wf[7], acc);
+    } else {
+      float xf[8];
+      unpack_bf16x8(__ldcg(reinterpret_cast<const uint4 *>(p)), xf);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc = fmaf(xf[j], wf[j], acc);
+    }
+  }
+  __device__ __forceinline__ float at(int m, int k) const { return ldcg_f32(x + int64_t(m) * K + k); }
+};
+
 template <int M, class X>
 struct NormedRows {
   const float *__restrict__ residual;
@@ -103,8 +124,10 @@ struct NormedRows {
 //              added to the fp32 residual stream as add_rmsnorm_row does, so the fused o_proj / down_proj
 //              leave the same bits in the residual (y is the fp32 residual; Y only names the rounding);
 //   kResidualSS: kResidual, and each block writes the sum of squares of its (8) new residual values per row m
-//              to ss_part[m * gridDim.x + blockIdx.x]: the partials the next product's NormedRows reads.
-enum class GemvOut { kStore, kResidual, kResidualSS };
+//              to ss_part[m * gridDim.x + blockIdx.x]: the partials the next product's NormedRows reads;
+//   kAddThenStore: residual[m][n] += y[m][n] (the previous sublayer's output, still in y), then y[m][n] = the
+//              product rounded to Y: what add_rmsnorm_res32's add and then a kStore leave (the MLP block).
+enum class GemvOut { kStore, kResidual, kResidualSS, kAddThenStore };
 
 struct NoPrologue {
   __device__ void operator()() const {}
@@ -127,13 +150,14 @@ template <int M, int R, class Y, GemvOut OUT = GemvOut::kStore, int LOADS = 0, c
 __device__ __forceinline__ void gemv_warp(const XS &x, const bf16 *__restrict__ w, const float *__restrict__ bias,
                                           Y *__restrict__ y, int K, int N, int vec,
                                           float *__restrict__ residual = nullptr, Prologue prologue = {},
-                                          float *__restrict__ ss_part = nullptr) {
+                                          float *__restrict__ ss_part = nullptr, int group = -1) {
   constexpr int U = (LOADS ? LOADS : M <= 2 ? 8 : 4) / R;  // 16-byte weight loads in flight per lane and row
   static_assert(U >= 1 && U * R == (LOADS ? LOADS : M <= 2 ? 8 : 4), "LOADS must be a multiple of R");
   // Every warp stays to the end when the block syncs: for the prologue's and kResidualSS's block-wide steps.
   constexpr bool kStay = !std::is_same_v<Prologue, NoPrologue> || OUT == GemvOut::kResidualSS;
   const int lane = threadIdx.x & 31;
-  const int n = int(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  // group: which blockDim.x / 32 rows this block computes (blockIdx.x, or a grid-stride loop's index)
+  const int n = (group < 0 ? int(blockIdx.x) : group) * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (!kStay && n >= N) return;
   const bf16 *wr[R];
 #pragma unroll
@@ -204,7 +228,12 @@ __device__ __forceinline__ void gemv_warp(const XS &x, const bf16 *__restrict__ 
 #pragma unroll
     for (int r = 0; r < R; ++r) s[r] = warp_sum(acc[r][m]);
     if (lane == m && n < N) {
-      if constexpr (OUT != GemvOut::kStore) {
+      if constexpr (OUT == GemvOut::kAddThenStore) {
+        Y &out = y[int64_t(m) * N + n];
+        float &res = residual[int64_t(m) * N + n];
+        res = res + to_f32(out);
+        out = from_f32<Y>(s[0] + b);
+      } else if constexpr (OUT != GemvOut::kStore) {
         float &res = residual[int64_t(m) * N + n];
         const float v = res + to_f32(from_f32<Y>(s[0] + b));
         res = v;

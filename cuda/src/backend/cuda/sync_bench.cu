@@ -13,36 +13,10 @@ using namespace vtk;
 
 namespace {
 
-__device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 // One dependent step: block b reads slot (b + 1) mod G of the previous step's values through L2 (another
 // block wrote it) and writes its own slot, plus one.
 __device__ __forceinline__ void step(const float *src, float *dst) {
   if (threadIdx.x == 0) dst[blockIdx.x] = __ldcg(src + (blockIdx.x + 1) % gridDim.x) + 1.f;
-}
-
-// Every block of the grid arrives, then waits for the last one (all blocks must be resident at once). The
-// generation is read before arriving, so a last block that arrives and bumps it first cannot be missed; the
-// fences order each block's step writes before its arrival, and the last block's reset before the release.
-__device__ __forceinline__ void grid_barrier(unsigned *arrive, unsigned *gen) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned g = ld_acquire(gen);
-    __threadfence();
-    if (atomicAdd(arrive, 1u) == gridDim.x - 1) {
-      *arrive = 0;
-      __threadfence();
-      atomicAdd(gen, 1u);
-    } else {
-      while (ld_acquire(gen) == g) {
-      }
-    }
-  }
-  __syncthreads();
 }
 
 }  // namespace
