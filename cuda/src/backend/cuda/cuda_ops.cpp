@@ -234,8 +234,8 @@ void Ops::mlp_block(CUstream s, CUdeviceptr residual, CUdeviceptr proj, bool pro
   require(per_sm > 0, "mlp_block: no block fits an SM");
   const int64_t groups = std::max((I + 7) / 8, (H + 7) / 8);
   const unsigned grid = unsigned(std::min<int64_t>(groups, int64_t(per_sm) * ctx_.sm_count()));
-  ctx_.launch_pdl(f, {grid}, {kGemvThreads}, smem, s, residual, proj, norm_w, eps, w_gate_up, act, w_down, down_bias,
-                  int(H), int(I), barrier, vec_gu, vec_down);
+  ctx_.launch_cooperative(f, {grid}, {kGemvThreads}, smem, s, residual, proj, norm_w, eps, w_gate_up, act, w_down,
+                          down_bias, int(H), int(I), barrier, vec_gu, vec_down);
 }
 
 int Ops::gemv_loads_variant(int64_t K, int R) const {
