@@ -123,7 +123,7 @@ CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const C
   // Page-locked host memory, as the constructor allocates it: the logits processors' staging, the step's
   // integers, the greedy ids and logprobs, the sampled rows' parameters and results.
   ws.pinned = (processors_switch(c) ? int64_t(kProcBytes) : 0) + int64_t(ws.meta_elems) * 4 + 8 * R +
-              R * int64_t(std::max<size_t>(sizeof(cuda::SampleRow), 8 + 8 * kMaxTopLogprobs));
+              R * int64_t(kSampleStagingRowBytes);
   return ws;
 }
 
@@ -262,7 +262,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   meta_pinned_ = cuda::PinnedBuffer(meta_elems_ * 4);
   staged_ = std::make_unique<cuda::Event>();
   out_pinned_ = cuda::PinnedBuffer(size_t(R) * 8);
-  sample_pinned_ = cuda::PinnedBuffer(size_t(R) * std::max<size_t>(sizeof(cuda::SampleRow), 8 + 8 * kMaxTopLogprobs));
+  sample_pinned_ = cuda::PinnedBuffer(size_t(R) * kSampleStagingRowBytes);
   pinned_bytes_ = int64_t(proc_pinned_.bytes() + meta_pinned_.bytes() + out_pinned_.bytes() + sample_pinned_.bytes());
   const CUdeviceptr m0 = meta_buf_.ptr();
   meta_ = Meta{m0, m0 + 4 * CUdeviceptr(T), m0 + 8 * CUdeviceptr(T), m0 + 12 * CUdeviceptr(T),

@@ -212,6 +212,9 @@ class CudaDecoder : public Decoder {
   CUdeviceptr sample_rows_ = 0;            // (max_logit_rows) cuda::SampleRow, the sampled rows' parameters
   CUdeviceptr top_ids_ = 0, top_lps_ = 0;  // (max_logit_rows, kMaxTopLogprobs) int32 / fp32
   static constexpr int32_t kMaxTopLogprobs = 20;
+  // sample_pinned_ per row: a SampleRow up, or the id, logprob and top list down (plan_workspace counts it too)
+  static constexpr size_t kSampleStagingRowBytes =
+      sizeof(cuda::SampleRow) > 8 + 8 * kMaxTopLogprobs ? sizeof(cuda::SampleRow) : 8 + 8 * kMaxTopLogprobs;
   bool sample_on_device_ = true;
   static constexpr size_t kProcBytes = size_t(4) << 20;  // one chunk's processor lists, staged and on the device
   cuda::PinnedBuffer proc_pinned_;                       // not allocated with VT_CUDA_PENALTIES=0

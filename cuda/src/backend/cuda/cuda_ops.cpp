@@ -90,7 +90,8 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   }
 
   if (act == Act::BF16)
-    for (int pf = 0; pf < 2; ++pf) mlp_block_[pf] = ctx.find_function(std::string("vt_mlp_block_") + (pf ? "f32" : "bf16"));
+    for (int pf = 0; pf < 2; ++pf)
+      mlp_block_[pf] = ctx.find_function(std::string("vt_mlp_block_") + (pf ? "f32" : "bf16"));
 
   // The fused forms are an experiment too (VT_CUDA_FUSED_NORM): without them fused_gemv_available() says no.
   fused_ = true;
@@ -227,10 +228,14 @@ void Ops::mlp_block(CUstream s, CUdeviceptr residual, CUdeviceptr proj, bool pro
   require(f && fits_int(H) && H > 0 && fits_int(I) && I > 0 && barrier, "mlp_block shape (or a build without it)");
   const unsigned smem = unsigned(H * 2);
   const int vec_gu = H % 8 == 0 && w_gate_up % 16 == 0, vec_down = I % 8 == 0 && w_down % 16 == 0 && act % 16 == 0;
-  // Every block resident at once (the grid barrier waits for all of them): no more than the occupancy allows.
-  int per_sm = 0;
-  check(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, int(kGemvThreads), smem),
-        "cuOccupancyMaxActiveBlocksPerMultiprocessor(mlp_block)");
+  // Every block resident at once (the grid barrier waits for all of them): no more than the occupancy allows,
+  // asked once per kernel and shared-memory size (not at every layer of an eager step).
+  int &per_sm = mlp_block_per_sm_[proj_f32 ? 1 : 0];
+  if (mlp_block_smem_[proj_f32 ? 1 : 0] != smem) {
+    check(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, int(kGemvThreads), smem),
+          "cuOccupancyMaxActiveBlocksPerMultiprocessor(mlp_block)");
+    mlp_block_smem_[proj_f32 ? 1 : 0] = smem;
+  }
   require(per_sm > 0, "mlp_block: no block fits an SM");
   const int64_t groups = std::max((I + 7) / 8, (H + 7) / 8);
   const unsigned grid = unsigned(std::min<int64_t>(groups, int64_t(per_sm) * ctx_.sm_count()));

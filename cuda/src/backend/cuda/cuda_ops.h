@@ -251,7 +251,9 @@ class Ops {
   CUfunction gemv_l_[2][2] = {}, gemv_x32_l_[2] = {}, gemv_swiglu_l_[2] = {};  // gemv_l_[variant][y_f32]
   bool loads_short_ = false, loads_deep_ = false;
   int split_keys_ = 64;
-  CUfunction mlp_block_[2] = {};  // [proj_f32]  // the shortest decode attention split (attention_split.cuh; VT_CUDA_SPLIT_KEYS)
+  CUfunction mlp_block_[2] = {};  // [proj_f32]
+  int mlp_block_per_sm_[2] = {};  // its occupancy at mlp_block_smem_ bytes of shared memory (0: not asked yet)
+  unsigned mlp_block_smem_[2] = {};  // the shortest decode attention split (attention_split.cuh; VT_CUDA_SPLIT_KEYS)
   int gemv_loads_variant(int64_t K, int R) const;  // 0: the 4-load kernels, 1: the 16-load ones, -1: the default
   bool early_loads_ = false;
   bool fused_ = false;          // this build carries the fused GEMVs (scripts/build-cuda.mjs --experiments)

@@ -19,7 +19,14 @@
 
 namespace vtk {
 
-// acc += x[k .. k+8) · wf[0 .. 8)
+// acc += xf[0 .. 8) · wf[0 .. 8), in that order (every x source sums the same way)
+__device__ __forceinline__ void fma8(const float (&xf)[8], const float (&wf)[8], float &acc) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) acc = fmaf(xf[j], wf[j], acc);
+}
+
+// acc += x[k .. k+8) · wf[0 .. 8) (the fp32 form spells out fma8's order: through an array the fp32 kernels
+// compile to other code, and these are the measured ones)
 __device__ __forceinline__ void dot8(const float *x, const float (&wf)[8], float &acc) {
   const float4 a = *reinterpret_cast<const float4 *>(x), b = *reinterpret_cast<const float4 *>(x + 4);
   acc = fmaf(a.x, wf[0], acc), acc = fmaf(a.y, wf[1], acc), acc = fmaf(a.z, wf[2], acc), acc = fmaf(a.w, wf[3], acc);
@@ -28,44 +35,35 @@ __device__ __forceinline__ void dot8(const float *x, const float (&wf)[8], float
 __device__ __forceinline__ void dot8(const bf16 *x, const float (&wf)[8], float &acc) {
   float xf[8];
   unpack_bf16x8(*reinterpret_cast<const uint4 *>(x), xf);
-#pragma unroll
-  for (int j = 0; j < 8; ++j) acc = fmaf(xf[j], wf[j], acc);
+  fma8(xf, wf, acc);
 }
 
-// Where a product's activations come from. RowsX: M rows of X in memory (K apart). NormedRows: the fp32
+// Where a product's activations come from. RowsX: M rows of X in memory (K apart), read through L1, or with
+// L2 through L2 only (the MLP block's act, which other blocks of the launch wrote). NormedRows: the fp32
 // residual stream normalized as it is read, rmsnorm(residual row m) * norm_w rounded to X, the value the norm
 // kernel would have stored (rmsnorm_row's expression), with inv[m] = 1 / sqrt(sum of squares / K + eps) from the
 // producer's per-block partial sums (gemv_warp's kResidualSS): no norm kernel, no block-wide pass before the
 // product. dot8(m, k, wf, acc): acc += x[m][k .. k+8) · wf; at(m, k): one element (the scalar path).
-template <class X>
+template <class X, bool L2 = false>
 struct RowsX {
   const X *__restrict__ x;
   int K;
   __device__ __forceinline__ void dot8(int m, int k, const float (&wf)[8], float &acc) const {
-    vtk::dot8(x + int64_t(m) * K + k, wf, acc);
-  }
-  __device__ __forceinline__ float at(int m, int k) const { return to_f32(x[int64_t(m) * K + k]); }
-};
-
-// RowsX read through L2 only (ld.cg): for rows other blocks of the same kernel wrote (the MLP block's act).
-template <class X>
-struct RowsL2 {
-  const X *__restrict__ x;
-  int K;
-  __device__ __forceinline__ void dot8(int m, int k, const float (&wf)[8], float &acc) const {
     const X *p = x + int64_t(m) * K + k;
-    if constexpr (std::is_same_v<X, float>) {
-      const float4 a = __ldcg(reinterpret_cast<const float4 *>(p)), b = __ldcg(reinterpret_cast<const float4 *>(p + 4));
-      acc = fmaf(a.x, wf[0], acc), acc = fmaf(a.y, wf[1], acc), acc = fmaf(a.z, wf[2], acc), acc = fmaf(a.w, wf[3], acc);
-      acc = fmaf(b.x, wf[4], acc), acc = fmaf(b.y, wf[5], acc), acc = fmaf(b.z, wf[6], acc), acc = fmaf(b.w, wf[7], acc);
+    if constexpr (L2) {  // the 16 or 32 bytes through L2, then the same sums
+      alignas(16) X v[8];
+      for (int i = 0; i < int(sizeof v / 16); ++i)
+        reinterpret_cast<uint4 *>(v)[i] = __ldcg(reinterpret_cast<const uint4 *>(p) + i);
+      vtk::dot8(v, wf, acc);
     } else {
-      float xf[8];
-      unpack_bf16x8(__ldcg(reinterpret_cast<const uint4 *>(p)), xf);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) acc = fmaf(xf[j], wf[j], acc);
+      vtk::dot8(p, wf, acc);
     }
   }
-  __device__ __forceinline__ float at(int m, int k) const { return ldcg_f32(x + int64_t(m) * K + k); }
+  __device__ __forceinline__ float at(int m, int k) const {
+    const X *p = x + int64_t(m) * K + k;
+    if constexpr (L2) return ldcg_f32(p);
+    else return to_f32(*p);
+  }
 };
 
 template <int M, class X>
@@ -83,10 +81,9 @@ struct NormedRows {
     const float4 ga = *reinterpret_cast<const float4 *>(norm_w + k);
     const float4 gb = *reinterpret_cast<const float4 *>(norm_w + k + 4);
     const float v = inv[m];
-    acc = fmaf(normed(a.x, v, ga.x), wf[0], acc), acc = fmaf(normed(a.y, v, ga.y), wf[1], acc);
-    acc = fmaf(normed(a.z, v, ga.z), wf[2], acc), acc = fmaf(normed(a.w, v, ga.w), wf[3], acc);
-    acc = fmaf(normed(b.x, v, gb.x), wf[4], acc), acc = fmaf(normed(b.y, v, gb.y), wf[5], acc);
-    acc = fmaf(normed(b.z, v, gb.z), wf[6], acc), acc = fmaf(normed(b.w, v, gb.w), wf[7], acc);
+    const float xf[8] = {normed(a.x, v, ga.x), normed(a.y, v, ga.y), normed(a.z, v, ga.z), normed(a.w, v, ga.w),
+                         normed(b.x, v, gb.x), normed(b.y, v, gb.y), normed(b.z, v, gb.z), normed(b.w, v, gb.w)};
+    fma8(xf, wf, acc);
   }
   __device__ __forceinline__ float at(int m, int k) const {
     return normed(residual[int64_t(m) * K + k], inv[m], norm_w[k]);

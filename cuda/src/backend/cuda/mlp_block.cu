@@ -47,7 +47,7 @@ __device__ __forceinline__ void mlp_block(float *__restrict__ residual, XP *__re
       nullptr, int(blockIdx.x));
   for (int g = int(blockIdx.x + gridDim.x); g < gu_groups; g += int(gridDim.x))
     gemv_warp<1, 2, bf16>(x, w_gu, nullptr, act, H, I, vec_gu, nullptr, NoPrologue{}, nullptr, g);
-  const RowsL2<bf16> a{act, I};
+  const RowsX<bf16, true> a{act, I};
   gemv_warp<1, 1, XP, GemvOut::kAddThenStore>(a, w_down, down_bias, proj, I, H, vec_down, residual,
                                               [&] { grid_barrier(barrier, barrier + 32); }, nullptr, int(blockIdx.x));
   for (int g = int(blockIdx.x + gridDim.x); g < down_groups; g += int(gridDim.x))
