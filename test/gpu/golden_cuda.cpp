@@ -15,6 +15,8 @@
 // same logits (check_device_sampling).
 // Greedy on the device: the same prompts again without logprobs (so the engine may pick the token where the
 // logits are, without copying them) must give exactly the ids of the run with logprobs (host sampling).
+// Two engines at once (cuda only): two more loaded together on two threads, each serving every prompt, give the
+// ids of the first (they share the CUDA context: one's graph captures must survive the other's work).
 //
 //   golden_cuda [--device cpu|cuda|auto] [--dtype float32|bfloat16] [--fixtures DIR] [--only NAME] [--requests N]
 //               [--graphs on|off]
@@ -34,6 +36,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "vt_engine.h"
@@ -248,7 +251,10 @@ bool check_device_sampling(const std::string &name, const fs::path &dir, const v
     return false;
   }
   auto same = [&](const std::string &tag, const Result &d, const Result &h) {
-    if (d.ids != h.ids) return fail_check(tag + ": device-sampled ids differ from the host sampler's");
+    if (d.ids != h.ids)
+      return fail_check(tag + ": device-sampled ids differ from the host sampler's" +
+                        (d.message.empty() ? "" : " (device engine: " + d.message + ")") +
+                        (h.message.empty() ? "" : " (host engine: " + h.message + ")"));
     for (size_t t = 0; t < d.ids.size(); ++t) {
       if (std::fabs(d.lps[t] - h.lps[t]) > 1e-4 || d.top[t].size() != h.top[t].size())
         return fail_check(tag + ": logprob or top-list size differs at step " + std::to_string(t));
@@ -276,6 +282,41 @@ bool check_device_sampling(const std::string &name, const fs::path &dir, const v
   }
   vt_engine_free(host);
   vt_engine_free(e);
+  return failures == f0;
+}
+
+// Two engines loaded at once on two threads, each then serving every prompt: they share the process's CUDA
+// context, so one's load or first steps (graph captures) must not break the other's (a context-wide wait during
+// another engine's capture did). Each must give the ids of the engine loaded alone. Returns false when it failed.
+bool check_concurrent_engines(const std::string &name, const fs::path &dir, const vt_engine_params &ep,
+                              const std::vector<Prompt> &prompts, const std::vector<Result> &alone) {
+  const int f0 = failures;
+  std::mutex mu;  // fail_check's counter and output
+  std::vector<std::string> errors;
+  auto serve = [&](int k) {
+    vt_engine *e = nullptr;
+    char err[1024] = {0};
+    if (vt_engine_load(dir.c_str(), ep, &e, err, sizeof err) != VT_OK) {
+      std::lock_guard<std::mutex> lock(mu);
+      errors.push_back(name + " concurrent engine " + std::to_string(k) + ": load: " + err);
+      return;
+    }
+    Collector col;
+    vt_engine_set_step_callback(e, &Collector::on_step, &col);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const uint64_t id = submit(e, prompts[i], int(prompts[i].greedy.size()));
+      const Result r = id ? col.wait(id) : Result{};
+      if (r.ids != alone[i].ids) {
+        std::lock_guard<std::mutex> lock(mu);
+        errors.push_back(name + " concurrent engine " + std::to_string(k) + " prompt " + std::to_string(i) +
+                         ": differs from the engine alone" + (r.message.empty() ? "" : " (" + r.message + ")"));
+      }
+    }
+    vt_engine_free(e);
+  };
+  std::thread a(serve, 0), b(serve, 1);
+  a.join(), b.join();
+  for (const auto &e : errors) fail_check(e);
   return failures == f0;
 }
 
@@ -367,6 +408,9 @@ int main(int argc, char **argv) {
     const int s0 = failures;
     if (std::string(info.device) == "cuda") sampled_ok = check_device_sampling(name, dir, ep, prompts, bf16);
     const int sampled_fail = failures - s0;
+    const int c0 = failures;
+    if (std::string(info.device) == "cuda") check_concurrent_engines(name, dir, ep, prompts, alone);
+    const int concurrent_fail = failures - c0;
 
     // Batching: n_requests at once, cycling through the prompts with shrinking lengths.
     std::vector<std::pair<uint64_t, size_t>> ids;
@@ -396,11 +440,12 @@ int main(int argc, char **argv) {
 
     char line[768];
     std::snprintf(line, sizeof line,
-                  "%-20s %-4s %-8s %-4s alone %s (max |dlogprob| %.2e)  sampled on device %s  batch %d req: %s, %d/%d bit-equal, %.0f tok/s  "
+                  "%-20s %-4s %-8s %-4s alone %s (max |dlogprob| %.2e)  sampled on device %s  2 engines at once %s  batch %d req: %s, %d/%d bit-equal, %.0f tok/s  "
                   "load %.0f ms  weights on device %.1f MiB, KV %.1f MiB, %s %s%.0f of %.0f MiB free",
                   name.c_str(), info.device, bf16 ? "bf16" : "fp32", failures == f0 ? "ok" : "FAIL",
                   alone_fail ? "FAIL" : "ok", worst, std::string(info.device) != "cuda" ? "n/a" : sampled_ok ? "= host" : "FAIL",
-                  n_requests, failures - f0 - alone_fail - sampled_fail ? "FAIL" : "ok", exact,
+                  std::string(info.device) != "cuda" ? "n/a" : concurrent_fail ? "FAIL" : "ok",
+                  n_requests, failures - f0 - alone_fail - sampled_fail - concurrent_fail ? "FAIL" : "ok", exact,
                   n_requests, double(gen_tokens) / batch_s, load_ms, double(mem.weight_device_bytes) / 1048576.0,
                   double(mem.kv_cache_bytes) / 1048576.0, mem.gpu_name[0] ? mem.gpu_name : "no GPU",
                   mem.gpu_unified_memory ? "(unified) " : "", double(mem.gpu_free_bytes) / 1048576.0,

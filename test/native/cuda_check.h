@@ -35,6 +35,7 @@ using vt::cuda::DeviceBuffer;
 
 inline cuda::CUstream g_stream = nullptr;  // every copy, fill and kernel of the checks runs on this one stream
 inline bool g_small = false;  // VT_TEST_SMALL: skip the big cases
+inline const char *g_only = nullptr;  // VT_TEST_ONLY: only the cases whose name contains it (e.g. "gemv_norm")
 
 
 inline uint16_t to_bf16(float f) {  // round to nearest even, as the kernels do
@@ -162,6 +163,7 @@ struct Env {
 // Runs one check: the body returns true when it passed (filling *why otherwise); CUDA errors fail it.
 template <class F>
 void check_case(Env &env, const std::string &name, F body) {
+  if (g_only && name.find(g_only) == std::string::npos) return;
   std::string why;
   bool ok = false;
   try {

@@ -8,7 +8,8 @@
 // prefill rows and a long context, with every cache slot the batch must not read poisoned too.
 //
 // Prints one line per check that fails and ends with "N passed, N failed"; exits non-zero on any failure.
-// VT_TEST_SMALL=1 leaves out the long contexts and the largest shapes (for runs under compute-sanitizer).
+// VT_TEST_SMALL=1 leaves out the long contexts and the largest shapes (for runs under compute-sanitizer);
+// VT_TEST_ONLY=text runs only the cases whose name contains it.
 // Without a usable GPU (no driver, no device, or a build without kernels) it prints "skipped: <reason>" and
 // exits 0, which is what CI sees.
 //
@@ -94,6 +95,7 @@ int main() {
   if (const char *s = std::getenv("VT_TEST_SEED")) seed = std::strtoull(s, nullptr, 10);
   g_rng.seed(seed);
   g_small = std::getenv("VT_TEST_SMALL") != nullptr;
+  g_only = std::getenv("VT_TEST_ONLY");
   try {
     cuda::Context ctx;
     cuda::Stream stream;

@@ -138,7 +138,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // Debugging and A/B timing: VT_CUDA_ATTN=simple (the first attention kernel everywhere) or noprefill (no
   // tensor-core prefill kernel); VT_CUDA_CUBLASLT=0 (own GEMM kernels only).
   if (const char *e = std::getenv("VT_CUDA_ATTN")) attn_mode_ = e;
-  if (const char *e = std::getenv("VT_CUDA_FUSED_NORM")) fused_norm_ = e[0] == '1';
+  if (const char *e = std::getenv("VT_CUDA_FUSED_NORM")) fused_norm_ = e[0] != '0';
   if (const char *e = std::getenv("VT_CUDA_SKIP")) {
     std::string list = std::string(",") + e + ",";  // items apart by ',' or '+' (gpu-decode-ab.sh splits on ',')
     std::replace(list.begin(), list.end(), '+', ',');
@@ -273,7 +273,8 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   iota_ = cuda::DeviceBuffer(iota.size() * 4);
   iota_.upload(stream_->get(), iota.data(), iota.size() * 4);
   workspace_bytes_ += int64_t(iota_.bytes());
-  ctx_->synchronize();
+  stream_->synchronize();  // (all of the load's work is on this stream; a context-wide wait would break the
+                           // graph capture of another engine loading or decoding in the process)
   if (!p.graph_buckets.empty()) {
     if (progress && !graphs_lazy_) progress("cuda graphs", 0, 1);
     capture_graphs();
@@ -350,14 +351,15 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
   // The residual stream is fp32 whatever the activation type (bf16: only the products' inputs, q/k/v and the
   // KV cache are rounded, as in production engines); the last layer's norm writes fp32 rows for the lm_head.
   // With the fused norm (fused_step), from the first o_proj on each product GEMV adds into the residual and
-  // leaves the new rows' sums of squares in norm_ss_, which the next q|k|v or gate|up GEMV normalizes with.
+  // leaves the new rows' sums of squares in norm_ss_ and the rows times the next norm's weight in normed_, whose
+  // product the next q|k|v or gate|up GEMV scales by 1 / rms.
   const bool fused = fused_step(T);
   ops_->embed(s, embed_.ptr, embed_.dtype, H, meta_.tokens, T, residual_, /*out_f32=*/true);
   ops_->rmsnorm_res32(s, residual_, T, H, layers_[0].attn_norm, eps, normed_);
   for (int l = 0; l < c_.n_layers; ++l) {
     const DLayer &L = layers_[l];
     if (fused && l > 0)
-      ops_->gemv_norm(s, residual_, norm_ss_, T, H, L.attn_norm, eps, L.qkv.ptr, L.qkv.rows, L.qkv_bias, qkv_);
+      ops_->gemv_norm(s, normed_, norm_ss_, T, H, eps, L.qkv.ptr, L.qkv.rows, L.qkv_bias, qkv_);
     else if (!skips(kSkipQkv))
       linear(normed_, T, L.qkv, L.qkv_bias, qkv_);
     // RoPE on q and k (after Qwen3's per-head norm when it has one), then k and v into the cache (with
@@ -379,9 +381,11 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
       ops_->attention(s, qkv_, k_cache(l), v_cache(l), da, T, c_.n_heads, c_.n_kv_heads, c_.head_dim, scale, attn_,
                       QKV);
     if (fused) {  // residual += o(attn); mlp(norm(residual)); residual += down(...): three launches
-      ops_->gemv_residual(s, attn_, T, QD, L.o.ptr, H, L.o_bias, residual_, norm_ss_, sub_f32_);
-      ops_->gemv_swiglu_norm(s, residual_, norm_ss_, T, H, L.mlp_norm, eps, L.gate_up.ptr, I, act_);
-      ops_->gemv_residual(s, act_, T, I, L.down.ptr, H, L.down_bias, residual_, norm_ss_, sub_f32_);
+      const CUdeviceptr next_norm = l + 1 < c_.n_layers ? layers_[l + 1].attn_norm : final_norm_;
+      ops_->gemv_residual(s, attn_, T, QD, L.o.ptr, H, L.o_bias, residual_, norm_ss_, L.mlp_norm, normed_, sub_f32_);
+      ops_->gemv_swiglu_norm(s, normed_, norm_ss_, T, H, eps, L.gate_up.ptr, I, act_);
+      ops_->gemv_residual(s, act_, T, I, L.down.ptr, H, L.down_bias, residual_, norm_ss_, next_norm, normed_,
+                          sub_f32_);
       if (l + 1 == c_.n_layers) ops_->rmsnorm_res32(s, residual_, T, H, final_norm_, eps, final_, /*out_f32=*/true);
       continue;
     }

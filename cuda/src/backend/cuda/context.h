@@ -31,7 +31,9 @@ class Context {
   Context &operator=(const Context &) = delete;
 
   void make_current() const;
-  void synchronize() const;  // waits for all work on the device (cuCtxSynchronize)
+  // Waits for all work on the device (cuCtxSynchronize). Not for engine code: every engine in the process shares
+  // the primary context, and a wait across it invalidates another engine's graph capture. Wait for a stream.
+  void synchronize() const;
 
   // The kernel `name` (an extern "C" entry point of some .cu file). Throws if no module has it.
   CUfunction function(const std::string &name);

@@ -93,7 +93,8 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
     for (int pf = 0; pf < 2; ++pf)
       mlp_block_[pf] = ctx.find_function(std::string("vt_mlp_block_") + (pf ? "f32" : "bf16"));
 
-  // The fused forms are an experiment too (VT_CUDA_FUSED_NORM): without them fused_gemv_available() says no.
+  // The fused-norm forms (the decode step's default; VT_CUDA_FUSED_NORM=0 the null control): when a kernel image
+  // lacks them fused_gemv_available() says no and the step uses the separate kernels.
   fused_ = true;
   for (int lm = 0; lm < 4; ++lm) {
     const std::string m = "_m" + std::to_string(1 << lm) + early;
@@ -270,46 +271,42 @@ void Ops::gemv_swiglu(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdevicep
   }
 }
 
-void Ops::gemv_norm(CUstream s, CUdeviceptr residual, CUdeviceptr ss_part, int64_t M, int64_t K, CUdeviceptr norm_w,
-                    float eps, CUdeviceptr w, int64_t N, CUdeviceptr bias, CUdeviceptr y) {
-  require(fused_ && fits_int(K) && K > 0 && fits_int(N) && M >= 0 && ss_part,
-          "gemv_norm shape (or a build without it)");
+// The fused norm's products (gemv_norm, gemv_swiglu_norm): f over xw's rows in gemv's chunks of M.
+void Ops::launch_gemv_norm(CUfunction const (&f)[4], CUstream s, CUdeviceptr xw, CUdeviceptr ss_part, int64_t M,
+                           int64_t K, float eps, CUdeviceptr w, int64_t N, CUdeviceptr bias, CUdeviceptr y,
+                           bool with_bias) {
   if (M == 0 || N == 0) return;
   const int64_t as = int64_t(act_size(act_)), parts = norm_parts(K);
   const int k = int(K), n = int(N);
-  // 16-byte loads of weight rows, residual rows and norm weights
-  const int vec = K % 8 == 0 && w % 16 == 0 && residual % 16 == 0 && norm_w % 16 == 0;
+  const int vec = K % 8 == 0 && w % 16 == 0 && xw % 16 == 0;  // as for gemv
   for (int64_t m0 = 0; m0 < M;) {
     const int lm = gemv_chunk_log2(M - m0);
-    const CUdeviceptr rm = residual + CUdeviceptr(m0 * K * 4), pm = ss_part + CUdeviceptr(m0 * parts * 4),
+    const CUdeviceptr xm = xw + CUdeviceptr(m0 * K * as), pm = ss_part + CUdeviceptr(m0 * parts * 4),
                       ym = y + CUdeviceptr(m0 * N * as);
-    ctx_.launch_pdl(gemv_norm_[lm], gemv_grid(ctx_, N), {kGemvThreads}, 0, s, rm, pm, norm_w, eps, w, bias, ym, k, n,
-                    vec);
+    if (with_bias) ctx_.launch_pdl(f[lm], gemv_grid(ctx_, N), {kGemvThreads}, 0, s, xm, pm, eps, w, bias, ym, k, n, vec);
+    else ctx_.launch_pdl(f[lm], gemv_grid(ctx_, N), {kGemvThreads}, 0, s, xm, pm, eps, w, ym, k, n, vec);
     m0 += int64_t(1) << lm;
   }
 }
 
-void Ops::gemv_swiglu_norm(CUstream s, CUdeviceptr residual, CUdeviceptr ss_part, int64_t M, int64_t K,
-                           CUdeviceptr norm_w, float eps, CUdeviceptr w_gate_up, int64_t I, CUdeviceptr y) {
+void Ops::gemv_norm(CUstream s, CUdeviceptr xw, CUdeviceptr ss_part, int64_t M, int64_t K, float eps, CUdeviceptr w,
+                    int64_t N, CUdeviceptr bias, CUdeviceptr y) {
+  require(fused_ && fits_int(K) && K > 0 && fits_int(N) && M >= 0 && ss_part,
+          "gemv_norm shape (or a build without it)");
+  launch_gemv_norm(gemv_norm_, s, xw, ss_part, M, K, eps, w, N, bias, y, true);
+}
+
+void Ops::gemv_swiglu_norm(CUstream s, CUdeviceptr xw, CUdeviceptr ss_part, int64_t M, int64_t K, float eps,
+                           CUdeviceptr w_gate_up, int64_t I, CUdeviceptr y) {
   require(fused_ && fits_int(K) && K > 0 && fits_int(I) && M >= 0 && ss_part,
           "gemv_swiglu_norm shape (or a build without it)");
-  if (M == 0 || I == 0) return;
-  const int64_t as = int64_t(act_size(act_)), parts = norm_parts(K);
-  const int k = int(K), i = int(I);
-  const int vec = K % 8 == 0 && w_gate_up % 16 == 0 && residual % 16 == 0 && norm_w % 16 == 0;
-  for (int64_t m0 = 0; m0 < M;) {
-    const int lm = gemv_chunk_log2(M - m0);
-    const CUdeviceptr rm = residual + CUdeviceptr(m0 * K * 4), pm = ss_part + CUdeviceptr(m0 * parts * 4),
-                      ym = y + CUdeviceptr(m0 * I * as);
-    ctx_.launch_pdl(gemv_swiglu_norm_[lm], gemv_grid(ctx_, I), {kGemvThreads}, 0, s, rm, pm, norm_w, eps, w_gate_up,
-                    ym, k, i, vec);
-    m0 += int64_t(1) << lm;
-  }
+  launch_gemv_norm(gemv_swiglu_norm_, s, xw, ss_part, M, K, eps, w_gate_up, I, 0, y, false);
 }
 
 void Ops::gemv_residual(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, int64_t N, CUdeviceptr bias,
-                        CUdeviceptr residual, CUdeviceptr ss_part, bool round_f32) {
-  require(fused_ && fits_int(K) && K > 0 && fits_int(N) && M >= 0 && ss_part,
+                        CUdeviceptr residual, CUdeviceptr ss_part, CUdeviceptr next_norm_w, CUdeviceptr xw,
+                        bool round_f32) {
+  require(fused_ && fits_int(K) && K > 0 && fits_int(N) && M >= 0 && ss_part && next_norm_w && xw,
           "gemv_residual shape (or a build without it)");
   if (M == 0 || N == 0) return;
   const int64_t as = int64_t(act_size(act_)), parts = norm_parts(N);
@@ -320,9 +317,9 @@ void Ops::gemv_residual(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdevic
   for (int64_t m0 = 0; m0 < M;) {
     const int lm = gemv_chunk_log2(M - m0);
     const CUdeviceptr xm = x + CUdeviceptr(m0 * K * as), rm = residual + CUdeviceptr(m0 * N * 4),
-                      pm = ss_part + CUdeviceptr(m0 * parts * 4);
-    ctx_.launch_pdl(gemv_res_[round_f32 ? 1 : 0][lm], gemv_grid(ctx_, N), {kGemvThreads}, 0, s, xm, w, bias, rm, pm, k,
-                    n, vec);
+                      pm = ss_part + CUdeviceptr(m0 * parts * 4), wm = xw + CUdeviceptr(m0 * N * as);
+    ctx_.launch_pdl(gemv_res_[round_f32 ? 1 : 0][lm], gemv_grid(ctx_, N), {kGemvThreads}, 0, s, xm, w, bias, rm, pm,
+                    next_norm_w, wm, k, n, vec);
     m0 += int64_t(1) << lm;
   }
 }

@@ -88,18 +88,18 @@ class Ops {
   // Reads w once per 8 rows of x; the gate and up sums are bitwise gemv's.
   void gemv_swiglu(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w_gate_up, int64_t I, CUdeviceptr y);
 
-  // The decode step's fused forms of gemv (bf16 w, M rows in chunks as gemv; residual fp32 (M, K) or (M, N)):
+  // The decode step's fused forms of gemv (bf16 w, M rows in chunks as gemv; residual fp32 (M, N)):
   //   gemv_residual:    residual(M, N) += (x · wᵀ + bias) rounded to the activation type (fp32 when round_f32):
-  //                     bitwise what gemv into a buffer + add_rmsnorm_res32's residual add leave; and the new
-  //                     rows' sums of squares as norm_parts(N) partials per row into ss_part (M, norm_parts(N)) fp32;
-  //   gemv_norm:        y(M, N) = (rmsnorm(residual) * norm_w) · wᵀ + bias, residual (M, K) as a gemv_residual
-  //                     with N = K left it, with its ss_part: the normed values rounded to the activation type as
-  //                     the norm kernels write them, the sum of squares in another order (so within rounding of
-  //                     rmsnorm_res32 + gemv, not bitwise); y in the activation type;
+  //                     bitwise what gemv into a buffer + add_rmsnorm_res32's residual add leave; and for the
+  //                     next norm the new rows' sums of squares as norm_parts(N) partials per row into ss_part
+  //                     (M, norm_parts(N)) fp32, and xw(M, N) = residual * next_norm_w in the activation type;
+  //   gemv_norm:        y(M, N) = (rmsnorm(residual) * norm_w) · wᵀ + bias from a gemv_residual's xw and ss_part
+  //                     (with N = K): inv * (xw · wᵀ) + bias, within rounding of rmsnorm_res32 + gemv (xw is
+  //                     rounded before the 1 / rms scale, the norm kernel's output after it); y in the act. type;
   //   gemv_swiglu_norm: gemv_swiglu over those normed rows.
-  // No norm kernel between two products, and no pass over the row before the product (gemv.cuh). They are an
-  // experiment (VT_CUDA_FUSED_NORM=1; scripts/build-cuda.mjs --experiments builds only): fused_gemv_available()
-  // says whether this build has them; when not, use the separate kernels.
+  // No norm kernel between two products, and the products' inner loop is the plain gemv's (gemv.cuh). The
+  // decode step's default (VT_CUDA_FUSED_NORM=0 for the separate kernels); fused_gemv_available() says whether
+  // the kernels were found (a build without them uses the separate kernels).
   static int64_t norm_parts(int64_t n) { return (n + 7) / 8; }
   bool fused_gemv_available() const { return fused_; }
   // Whether this build has the batch-1 GEMVs with 4 / 16 loads in flight per lane (VT_CUDA_GEMV_LOADS=4|16|auto,
@@ -120,11 +120,12 @@ class Ops {
   // wait; same results): under PDL unless VT_CUDA_EARLY_LOADS=0 (the null control; bench/RESULTS.md).
   bool early_loads() const { return early_loads_; }
   void gemv_residual(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, int64_t N, CUdeviceptr bias,
-                     CUdeviceptr residual, CUdeviceptr ss_part, bool round_f32 = false);
-  void gemv_norm(CUstream s, CUdeviceptr residual, CUdeviceptr ss_part, int64_t M, int64_t K, CUdeviceptr norm_w,
-                 float eps, CUdeviceptr w, int64_t N, CUdeviceptr bias, CUdeviceptr y);
-  void gemv_swiglu_norm(CUstream s, CUdeviceptr residual, CUdeviceptr ss_part, int64_t M, int64_t K,
-                        CUdeviceptr norm_w, float eps, CUdeviceptr w_gate_up, int64_t I, CUdeviceptr y);
+                     CUdeviceptr residual, CUdeviceptr ss_part, CUdeviceptr next_norm_w, CUdeviceptr xw,
+                     bool round_f32 = false);
+  void gemv_norm(CUstream s, CUdeviceptr xw, CUdeviceptr ss_part, int64_t M, int64_t K, float eps, CUdeviceptr w,
+                 int64_t N, CUdeviceptr bias, CUdeviceptr y);
+  void gemv_swiglu_norm(CUstream s, CUdeviceptr xw, CUdeviceptr ss_part, int64_t M, int64_t K, float eps,
+                        CUdeviceptr w_gate_up, int64_t I, CUdeviceptr y);
 
   // y(M, N) = x(M, K) · w(N, K)ᵀ (+ bias(N) fp32) for any shape, w in `wdt` (fp32, fp16 or bf16), fp32
   // accumulation; y fp32 when y_f32, else the activation type; x as for gemv. The tiled fallback for
@@ -247,6 +248,9 @@ class Ops {
   CUfunction gemv_swiglu_[4];   // [log2 M]
   CUfunction gemv_norm_[4], gemv_swiglu_norm_[4];  // [log2 M]
   CUfunction gemv_res_[2][4];   // [round_f32][log2 M]
+  void launch_gemv_norm(CUfunction const (&f)[4], CUstream s, CUdeviceptr xw, CUdeviceptr ss_part, int64_t M,
+                        int64_t K, float eps, CUdeviceptr w, int64_t N, CUdeviceptr bias, CUdeviceptr y,
+                        bool with_bias);
   // VT_CUDA_GEMV_LOADS: batch-1 kernels with 4 / 16 loads per lane ([0] / [1]; null when the build lacks them)
   CUfunction gemv_l_[2][2] = {}, gemv_x32_l_[2] = {}, gemv_swiglu_l_[2] = {};  // gemv_l_[variant][y_f32]
   bool loads_short_ = false, loads_deep_ = false;

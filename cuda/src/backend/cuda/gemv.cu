@@ -3,16 +3,16 @@
 //   vt_gemv_<x dtype>_<y dtype>_m<M>(x, w, bias, y, K, N, vec)        y(M, N) = x · wᵀ + bias
 //   vt_gemv_swiglu_<act dtype>_m<M>(x, w_gate_up, y, K, I, vec)       y(M, I) = silu(x · gateᵀ) ⊙ (x · upᵀ)
 // and the decode step's fused forms (gemv.cuh), the norm taken from the partial sums of squares that the
-// residual form leaves (ss_part (M, ceil(N / 8)) fp32, one per block and row):
-//   vt_gemv_res_<x dtype>_<rounding>_m<M>(x, w, bias, residual, ss_part, K, N, vec)
-//                                                      residual += round(x · wᵀ + bias); ss_part = its partials
-//   vt_gemv_norm_<act>_m<M>(residual, ss_part, norm_w, eps, w, bias, y, K, N, vec)
-//                                                      y = rmsnorm(residual) · wᵀ + bias
-//   vt_gemv_swiglu_norm_<act>_m<M>(residual, ss_part, norm_w, eps, w_gate_up, y, K, I, vec)
+// residual form leaves (ss_part (M, ceil(N / 8)) fp32, one per block and row) with the rows times the next norm's
+// weight (xw (M, N), activation type):
+//   vt_gemv_res_<x dtype>_<rounding>_m<M>(x, w, bias, residual, ss_part, next_norm_w, xw, K, N, vec)
+//                                    residual += round(x · wᵀ + bias); ss_part = its partials; xw = residual * g
+//   vt_gemv_norm_<act>_m<M>(xw, ss_part, eps, w, bias, y, K, N, vec)
+//                                    y = rmsnorm(residual) * g · wᵀ + bias = inv * (xw · wᵀ) + bias
+//   vt_gemv_swiglu_norm_<act>_m<M>(xw, ss_part, eps, w_gate_up, y, K, I, vec)
 // Each also as <name>_early: the same kernel with gemv.cuh's EARLY weight loads (Ops picks one set when it is
 // built: the _early ones under PDL unless VT_CUDA_EARLY_LOADS=0, the plain ones are that switch's null control).
-// The fused-norm forms are an experiment, off by default: only builds with --experiments (scripts/build-cuda.mjs;
-// the GPU check's) carry them, and Ops does without them.
+// The fused-norm forms are the decode step's default at up to 8 rows (VT_CUDA_FUSED_NORM=0: the separate kernels).
 #include "gemv.cuh"
 
 using namespace vtk;
@@ -68,27 +68,27 @@ VT_GEMV_L(16)
 
 #define VT_GEMV_NORM_E(XS, X, M, EARLY, SUF)                                                                \
   extern "C" __global__ void __launch_bounds__(256) vt_gemv_norm_##XS##_m##M##SUF(                           \
-      const float *residual, const float *ss_part, const float *norm_w, float eps, const bf16 *w,            \
-      const float *bias, X *y, int K, int N, int vec) {                                                      \
-    gemv_norm_rows<M, 1, X, EARLY>(residual, ss_part, norm_w, eps, w, bias, y, K, N, vec);                   \
+      const X *xw, const float *ss_part, float eps, const bf16 *w, const float *bias, X *y, int K, int N,    \
+      int vec) {                                                                                             \
+    gemv_norm_rows<M, 1, X, EARLY>(xw, ss_part, eps, w, bias, y, K, N, vec);                                 \
   }                                                                                                          \
   extern "C" __global__ void __launch_bounds__(256) vt_gemv_swiglu_norm_##XS##_m##M##SUF(                    \
-      const float *residual, const float *ss_part, const float *norm_w, float eps, const bf16 *w, X *y,      \
-      int K, int I, int vec) {                                                                               \
-    gemv_norm_rows<M, 2, X, EARLY>(residual, ss_part, norm_w, eps, w, nullptr, y, K, I, vec);                \
+      const X *xw, const float *ss_part, float eps, const bf16 *w, X *y, int K, int I, int vec) {            \
+    gemv_norm_rows<M, 2, X, EARLY>(xw, ss_part, eps, w, nullptr, y, K, I, vec);                              \
   }
 #define VT_GEMV_NORM(XS, X, M) VT_GEMV_NORM_E(XS, X, M, false, ) VT_GEMV_NORM_E(XS, X, M, true, _early)
 #define VT_GEMV_NORM_ALL_M(XS, X) VT_GEMV_NORM(XS, X, 1) VT_GEMV_NORM(XS, X, 2) VT_GEMV_NORM(XS, X, 4) \
   VT_GEMV_NORM(XS, X, 8)
 
-#if VT_CUDA_EXPERIMENTS
 VT_GEMV_NORM_ALL_M(f32, float)
 VT_GEMV_NORM_ALL_M(bf16, bf16)
 
 #define VT_GEMV_RES_E(XS, X, RS, RND, M, EARLY, SUF)                                                        \
   extern "C" __global__ void __launch_bounds__(256) vt_gemv_res_##XS##_##RS##_m##M##SUF(                     \
-      const X *x, const bf16 *w, const float *bias, float *residual, float *ss_part, int K, int N, int vec) { \
-    gemv_rows<M, 1, X, RND, GemvOut::kResidualSS, EARLY>(x, w, bias, nullptr, K, N, vec, residual, ss_part);  \
+      const X *x, const bf16 *w, const float *bias, float *residual, float *ss_part, const float *next_norm_w, \
+      X *xw, int K, int N, int vec) {                                                                        \
+    gemv_rows<M, 1, X, RND, GemvOut::kResidualSS, EARLY>(x, w, bias, nullptr, K, N, vec, residual, ss_part,   \
+                                                         next_norm_w, xw);                                   \
   }
 #define VT_GEMV_RES(XS, X, RS, RND, M) VT_GEMV_RES_E(XS, X, RS, RND, M, false, ) \
   VT_GEMV_RES_E(XS, X, RS, RND, M, true, _early)
@@ -98,4 +98,3 @@ VT_GEMV_NORM_ALL_M(bf16, bf16)
 VT_GEMV_RES_ALL_M(f32, float, f32, float)
 VT_GEMV_RES_ALL_M(bf16, bf16, bf16, bf16)
 VT_GEMV_RES_ALL_M(bf16, bf16, f32, float)
-#endif  // VT_CUDA_EXPERIMENTS

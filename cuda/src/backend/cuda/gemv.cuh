@@ -39,13 +39,14 @@ __device__ __forceinline__ void dot8(const bf16 *x, const float (&wf)[8], float 
 }
 
 // Where a product's activations come from. RowsX: M rows of X in memory (K apart), read through L1, or with
-// L2 through L2 only (the MLP block's act, which other blocks of the launch wrote). NormedRows: the fp32
-// residual stream normalized as it is read, rmsnorm(residual row m) * norm_w rounded to X, the value the norm
-// kernel would have stored (rmsnorm_row's expression), with inv[m] = 1 / sqrt(sum of squares / K + eps) from the
-// producer's per-block partial sums (gemv_warp's kResidualSS): no norm kernel, no block-wide pass before the
-// product. dot8(m, k, wf, acc): acc += x[m][k .. k+8) · wf; at(m, k): one element (the scalar path).
+// L2 through L2 only (the MLP block's act, which other blocks of the launch wrote). ScaledRows: rows of the fused
+// norm's pre-scaled input xw = residual * norm_w (rounded to X, as gemv_warp's kResidualSS left them) and each
+// row's 1 / rms, inv[m] = 1 / sqrt(sum of squares / K + eps) from kResidualSS's per-block partial sums: the
+// product is then inv[m] * (xw · w), applied to the warp's sums (kScaled) so that the inner loop is the plain
+// GEMV's. dot8(m, k, wf, acc): acc += x[m][k .. k+8) · wf; at(m, k): one element (the scalar path).
 template <class X, bool L2 = false>
 struct RowsX {
+  static constexpr bool kScaled = false;
   const X *__restrict__ x;
   int K;
   __device__ __forceinline__ void dot8(int m, int k, const float (&wf)[8], float &acc) const {
@@ -67,34 +68,16 @@ struct RowsX {
 };
 
 template <int M, class X>
-struct NormedRows {
-  const float *__restrict__ residual;
-  const float *__restrict__ norm_w;
-  int K;
+struct ScaledRows : RowsX<X> {
+  static constexpr bool kScaled = true;
   float inv[M];
-  __device__ __forceinline__ float normed(float r, float inv_m, float w) const {
-    return to_f32(from_f32<X>(r * inv_m * w));
-  }
-  __device__ __forceinline__ void dot8(int m, int k, const float (&wf)[8], float &acc) const {
-    const float *r = residual + int64_t(m) * K + k;
-    const float4 a = *reinterpret_cast<const float4 *>(r), b = *reinterpret_cast<const float4 *>(r + 4);
-    const float4 ga = *reinterpret_cast<const float4 *>(norm_w + k);
-    const float4 gb = *reinterpret_cast<const float4 *>(norm_w + k + 4);
-    const float v = inv[m];
-    const float xf[8] = {normed(a.x, v, ga.x), normed(a.y, v, ga.y), normed(a.z, v, ga.z), normed(a.w, v, ga.w),
-                         normed(b.x, v, gb.x), normed(b.y, v, gb.y), normed(b.z, v, gb.z), normed(b.w, v, gb.w)};
-    fma8(xf, wf, acc);
-  }
-  __device__ __forceinline__ float at(int m, int k) const {
-    return normed(residual[int64_t(m) * K + k], inv[m], norm_w[k]);
-  }
   // inv[m] from the K / 8 (rounded up) partial sums of squares of each row (ss_part[m][p]), summed by each warp
   // in the same order (lane-strided, then one butterfly), so every warp and every M gets the same bits. The
   // loads of a row go out kLoads at a time (a dynamic loop of single loads waited out one L2 round trip per
   // 32 partials: 4 for a hidden size of 1024, 16 for 4096, and measured 6% slower than the norm kernel).
   __device__ __forceinline__ void load_inv(const float *__restrict__ ss_part, float eps) {
     constexpr int kLoads = 8;
-    const int lane = threadIdx.x & 31, parts = (K + 7) / 8;
+    const int lane = threadIdx.x & 31, K = this->K, parts = (K + 7) / 8;
     float ss[M];
 #pragma unroll
     for (int m = 0; m < M; ++m) ss[m] = 0.f;
@@ -121,7 +104,8 @@ struct NormedRows {
 //              added to the fp32 residual stream as add_rmsnorm_row does, so the fused o_proj / down_proj
 //              leave the same bits in the residual (y is the fp32 residual; Y only names the rounding);
 //   kResidualSS: kResidual, and each block writes the sum of squares of its (8) new residual values per row m
-//              to ss_part[m * gridDim.x + blockIdx.x]: the partials the next product's NormedRows reads;
+//              to ss_part[m * gridDim.x + blockIdx.x], and xw[m][n] = new value * next_norm_w[n] rounded to XW:
+//              what the next product's ScaledRows reads;
 //   kAddThenStore: residual[m][n] += y[m][n] (the previous sublayer's output, still in y), then y[m][n] = the
 //              product rounded to Y: what add_rmsnorm_res32's add and then a kStore leave (the MLP block).
 enum class GemvOut { kStore, kResidual, kResidualSS, kAddThenStore };
@@ -138,16 +122,19 @@ struct NoPrologue {
 // wait of the EARLY forms, the fused norm's partial sums: they then run under the loads' DRAM latency); every
 // thread calls it, so with one (or with kResidualSS's block-wide sum) the warps past the last row stay (reading
 // a valid row, storing nothing). Otherwise they return at once.
-// x: the activations' source (RowsX or NormedRows), read only after prologue().
+// x: the activations' source (RowsX or ScaledRows), read only after prologue(); a ScaledRows' inv[m] scales the
+// row's sums before the bias.
 // LOADS: 16-byte weight loads in flight per lane (all rows of the warp together); 0 for the default, 8 up to two
 // batch rows and 4 above. The *_l4 / *_l16 entry points (an experiment, VT_CUDA_GEMV_LOADS) take 4 for rows whose
 // chunks would leave a tail at 8 (the tail loop loads one chunk at a time), and 16 for a whole 4096-element row
 // in one round (before the PDL wait in the EARLY forms). Any LOADS sums in the same order: the same bits.
-template <int M, int R, class Y, GemvOut OUT = GemvOut::kStore, int LOADS = 0, class XS, class Prologue = NoPrologue>
+template <int M, int R, class Y, GemvOut OUT = GemvOut::kStore, int LOADS = 0, class XS, class Prologue = NoPrologue,
+          class XW = float>
 __device__ __forceinline__ void gemv_warp(const XS &x, const bf16 *__restrict__ w, const float *__restrict__ bias,
                                           Y *__restrict__ y, int K, int N, int vec,
                                           float *__restrict__ residual = nullptr, Prologue prologue = {},
-                                          float *__restrict__ ss_part = nullptr, int group = -1) {
+                                          float *__restrict__ ss_part = nullptr, int group = -1,
+                                          const float *__restrict__ next_norm_w = nullptr, XW *__restrict__ xw = nullptr) {
   constexpr int U = (LOADS ? LOADS : M <= 2 ? 8 : 4) / R;  // 16-byte weight loads in flight per lane and row
   static_assert(U >= 1 && U * R == (LOADS ? LOADS : M <= 2 ? 8 : 4), "LOADS must be a multiple of R");
   // Every warp stays to the end when the block syncs: for the prologue's and kResidualSS's block-wide steps.
@@ -223,7 +210,10 @@ __device__ __forceinline__ void gemv_warp(const XS &x, const bf16 *__restrict__ 
   for (int m = 0; m < M; ++m) {
     float s[R];
 #pragma unroll
-    for (int r = 0; r < R; ++r) s[r] = warp_sum(acc[r][m]);
+    for (int r = 0; r < R; ++r) {
+      s[r] = warp_sum(acc[r][m]);
+      if constexpr (XS::kScaled) s[r] *= x.inv[m];
+    }
     if (lane == m && n < N) {
       if constexpr (OUT == GemvOut::kAddThenStore) {
         Y &out = y[int64_t(m) * N + n];
@@ -235,6 +225,7 @@ __device__ __forceinline__ void gemv_warp(const XS &x, const bf16 *__restrict__ 
         const float v = res + to_f32(from_f32<Y>(s[0] + b));
         res = v;
         square = v * v;
+        if constexpr (OUT == GemvOut::kResidualSS) xw[int64_t(m) * N + n] = from_f32<XW>(v * next_norm_w[n]);
       } else if constexpr (R == 1) {
         y[int64_t(m) * N + n] = from_f32<Y>(s[0] + b);
       } else {
@@ -272,37 +263,38 @@ template <int M, int R, class X, class Y, GemvOut OUT = GemvOut::kStore, bool EA
 __device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *__restrict__ w,
                                           const float *__restrict__ bias, Y *__restrict__ y, int K, int N, int vec,
                                           float *__restrict__ residual = nullptr,
-                                          float *__restrict__ ss_part = nullptr) {
+                                          float *__restrict__ ss_part = nullptr,
+                                          const float *__restrict__ next_norm_w = nullptr, X *__restrict__ xw = nullptr) {
   pdl_trigger();
   const RowsX<X> xs{x, K};
   if constexpr (EARLY) {
-    gemv_warp<M, R, Y, OUT, LOADS>(xs, w, bias, y, K, N, vec, residual, [] { pdl_wait(); }, ss_part);
+    gemv_warp<M, R, Y, OUT, LOADS>(xs, w, bias, y, K, N, vec, residual, [] { pdl_wait(); }, ss_part, -1, next_norm_w,
+                                   xw);
   } else {
     pdl_wait();
-    gemv_warp<M, R, Y, OUT, LOADS>(xs, w, bias, y, K, N, vec, residual, NoPrologue{}, ss_part);
+    gemv_warp<M, R, Y, OUT, LOADS>(xs, w, bias, y, K, N, vec, residual, NoPrologue{}, ss_part, -1, next_norm_w, xw);
   }
 }
 
-// The RMSNorm fused into the product after it (the decode step's q|k|v and gate|up; VT_CUDA_FUSED_NORM=1): the
-// GEMV before it (o / down, kResidualSS) left each row's sum of squares as per-block partials, so each warp sums
-// those (one L2 read, under its first weight loads' DRAM latency) and normalizes the residual values as it reads
-// them (NormedRows): no norm kernel between the two products and no block-wide pass, so nothing serializes the
-// warps before their products. The normed values are the norm kernel's up to the order of the sum of squares.
-// Measured on the H200 at batch 1 against the separate kernels (bench/RESULTS.md, session 5): 0.89x on the
-// Qwen3-0.6B shape, 1.015x on 8B; leaving the two norm launches out altogether (VT_CUDA_SKIP=norm, wrong
-// results) gives 1.20x on 0.6B, so the launches are worth removing but not for this: every warp now reads 8
-// bytes of x per element (residual and norm weight, fp32) where the plain GEMV reads 2 (the normed bf16 row),
-// on top of the partials' read. Earlier forms: the normed rows staged in shared memory per block (a block_sum,
-// then the product on them) 0.954x on 0.6B; the add + norm done once, in the last block of the o/down GEMV (a
-// ticket counter), 0.93x on 0.6B.
+// The RMSNorm fused into the products around it (the decode step's q|k|v and gate|up; VT_CUDA_FUSED_NORM=1, an
+// experiment): the GEMV before it (o / down, kResidualSS) adds into the residual and leaves each row's sum of
+// squares as per-block partials and the row times the norm weight (xw, rounded to X). Each warp here sums the
+// partials (one L2 read, under its first weight loads' DRAM latency), runs the plain GEMV's loop over xw and
+// scales its sums by 1 / rms: rmsnorm(r) * g · w = inv * ((r * g) · w). No norm kernel between the products, no
+// block-wide pass, and the inner loop reads 2 bytes of x per element like the plain one (up to rounding: xw is
+// rounded before the scale, the norm kernel's output after it).
+// Earlier forms, measured on the H200 at batch 1 (bench/RESULTS.md, sessions 4-5): the residual normalized as it
+// is read (8 bytes of x per element: fp32 residual and norm weight) 0.89x on the Qwen3-0.6B shape, 1.015x on 8B;
+// the normed rows staged in shared memory per block 0.954x on 0.6B; the add + norm done once, in the last block
+// of the o/down GEMV (a ticket counter), 0.93x. Leaving the two norm launches out altogether (VT_CUDA_SKIP=norm,
+// wrong results) gives 1.20x on 0.6B: what a free fused norm would be worth.
 template <int M, int R, class X, bool EARLY = false>
-__device__ __forceinline__ void gemv_norm_rows(const float *__restrict__ residual, const float *__restrict__ ss_part,
-                                               const float *__restrict__ norm_w, float eps, const bf16 *__restrict__ w,
-                                               const float *__restrict__ bias, X *__restrict__ y, int K, int N,
-                                               int vec) {
+__device__ __forceinline__ void gemv_norm_rows(const X *__restrict__ xw, const float *__restrict__ ss_part, float eps,
+                                               const bf16 *__restrict__ w, const float *__restrict__ bias,
+                                               X *__restrict__ y, int K, int N, int vec) {
   pdl_trigger();
   if constexpr (!EARLY) pdl_wait();
-  NormedRows<M, X> xs{residual, norm_w, K, {}};
+  ScaledRows<M, X> xs{{xw, K}, {}};
   gemv_warp<M, R, X>(xs, w, bias, y, K, N, vec, nullptr, [&] {
     if constexpr (EARLY) pdl_wait();  // the first weight loads are in flight already (gemv_rows' EARLY)
     xs.load_inv(ss_part, eps);
