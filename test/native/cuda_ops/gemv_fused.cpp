@@ -67,7 +67,7 @@ std::vector<float> cpu_ss_parts(const std::vector<float> &x, int64_t M, int64_t 
 void test_gemv_fused(Env &env, cuda::Ops &ops) {
   const Act act = ops.act();
   if (!ops.fused_gemv_available()) {
-    std::printf("skip gemv_norm/gemv_residual[%s]: a build without the experiments' kernels\n", cuda::act_name(act));
+    std::printf("skip gemv_norm/gemv_residual[%s]: a kernel image without the fused-norm GEMVs\n", cuda::act_name(act));
     return;
   }
   const auto s = env.stream.get();
