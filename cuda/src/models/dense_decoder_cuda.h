@@ -168,13 +168,13 @@ class CudaDecoder : public Decoder {
   // 0.6B shape: its grid barrier costs twice a PDL launch boundary (bench_cuda_sync; bench/RESULTS.md session 6).
   bool mlp_block_ = false;
   CUdeviceptr mlp_barrier_ = 0;  // its grid barrier's words
-  // The fused norm (default; VT_CUDA_FUSED_NORM=0 is its null control): steps of up to gemv_rows_max() rows add each sublayer's output into the residual in
-  // the epilogue of its product (o / down: Ops::gemv_residual, which also leaves the rows' partial sums of
-  // squares in norm_ss_ and the rows times the next norm's weight in normed_) and scale the next product's sums
-  // by 1 / rms (q|k|v / gate|up: Ops::gemv_norm), so no norm kernel runs between layers 1 .. n-1's products,
-  // when every layer's products take the GEMV (bf16 weights, no gate/up biases). Within rounding of the
-  // separate kernels. On the H200 at batch 1: 1.12x on the Qwen3-8B shape, 1.03x on 0.6B (bench/RESULTS.md;
-  // gemv.cuh has the earlier forms' figures).
+  // The fused norm (default; VT_CUDA_FUSED_NORM=0 is its null control): steps of up to gemv_rows_max() rows add each
+  // sublayer's output into the residual in the epilogue of its product (o / down: Ops::gemv_residual, which also leaves
+  // the rows' partial sums of squares in norm_ss_ and the rows times the next norm's weight in normed_) and scale the
+  // next product's sums by 1 / rms (q|k|v / gate|up: Ops::gemv_norm), so no norm kernel runs between layers 1 .. n-1's
+  // products, when every layer's products take the GEMV (bf16 weights, no gate/up biases). Within rounding of the
+  // separate kernels. On the H200 at batch 1: 1.12x on the Qwen3-8B shape, 1.03x on 0.6B (bench/RESULTS.md; gemv.cuh
+  // has the earlier forms' figures).
   bool fused_norm_ = true;  // the switch, cleared at load when a layer's products cannot all take the GEMV
   bool fused_step(int32_t T) const;
   // Declared first, destroyed last: every buffer below belongs to this context.

@@ -134,7 +134,8 @@ __device__ __forceinline__ void gemv_warp(const XS &x, const bf16 *__restrict__ 
                                           Y *__restrict__ y, int K, int N, int vec,
                                           float *__restrict__ residual = nullptr, Prologue prologue = {},
                                           float *__restrict__ ss_part = nullptr, int group = -1,
-                                          const float *__restrict__ next_norm_w = nullptr, XW *__restrict__ xw = nullptr) {
+                                          const float *__restrict__ next_norm_w = nullptr,
+                                          XW *__restrict__ xw = nullptr) {
   constexpr int U = (LOADS ? LOADS : M <= 2 ? 8 : 4) / R;  // 16-byte weight loads in flight per lane and row
   static_assert(U >= 1 && U * R == (LOADS ? LOADS : M <= 2 ? 8 : 4), "LOADS must be a multiple of R");
   // Every warp stays to the end when the block syncs: for the prologue's and kResidualSS's block-wide steps.
@@ -264,7 +265,8 @@ __device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *_
                                           const float *__restrict__ bias, Y *__restrict__ y, int K, int N, int vec,
                                           float *__restrict__ residual = nullptr,
                                           float *__restrict__ ss_part = nullptr,
-                                          const float *__restrict__ next_norm_w = nullptr, X *__restrict__ xw = nullptr) {
+                                          const float *__restrict__ next_norm_w = nullptr,
+                                          X *__restrict__ xw = nullptr) {
   pdl_trigger();
   const RowsX<X> xs{x, K};
   if constexpr (EARLY) {
@@ -276,13 +278,13 @@ __device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *_
   }
 }
 
-// The RMSNorm fused into the products around it (the decode step's q|k|v and gate|up; VT_CUDA_FUSED_NORM=1, an
-// experiment): the GEMV before it (o / down, kResidualSS) adds into the residual and leaves each row's sum of
-// squares as per-block partials and the row times the norm weight (xw, rounded to X). Each warp here sums the
-// partials (one L2 read, under its first weight loads' DRAM latency), runs the plain GEMV's loop over xw and
-// scales its sums by 1 / rms: rmsnorm(r) * g · w = inv * ((r * g) · w). No norm kernel between the products, no
-// block-wide pass, and the inner loop reads 2 bytes of x per element like the plain one (up to rounding: xw is
-// rounded before the scale, the norm kernel's output after it).
+// The RMSNorm fused into the products around it (the decode step's q|k|v and gate|up; the default at up to 8 rows,
+// VT_CUDA_FUSED_NORM=0 the separate kernels; 1.12x on the Qwen3-8B shape at batch 1): the GEMV before it (o / down,
+// kResidualSS) adds into the residual and leaves each row's sum of squares as per-block partials and the row times the
+// norm weight (xw, rounded to X). Each warp here sums the partials (one L2 read, under its first weight loads' DRAM
+// latency), runs the plain GEMV's loop over xw and scales its sums by 1 / rms: rmsnorm(r) * g · w = inv * ((r * g) ·
+// w). No norm kernel between the products, no block-wide pass, and the inner loop reads 2 bytes of x per element like
+// the plain one (up to rounding: xw is rounded before the scale, the norm kernel's output after it).
 // Earlier forms, measured on the H200 at batch 1 (bench/RESULTS.md, sessions 4-5): the residual normalized as it
 // is read (8 bytes of x per element: fp32 residual and norm weight) 0.89x on the Qwen3-0.6B shape, 1.015x on 8B;
 // the normed rows staged in shared memory per block 0.954x on 0.6B; the add + norm done once, in the last block
