@@ -8,7 +8,7 @@
 //   node scripts/build-cuda.mjs --no-cuda        an empty kernel table (a CPU-only build), as without nvcc
 //   options: --jobs N (parallel nvcc runs; default: CPU count), --force (ignore up-to-date checks),
 //            --keep-going (report every failing file), --list-targets, --experiments (also the kernels of
-//            experiments that are off by default, e.g. the GEMVs with 4 / 16 loads in flight: development and GPU
+//            experiments that are off by default, e.g. bench/cuda-sync.cpp's kernels: development and GPU
 //            check builds carry them, release builds do not, which keeps the shipped fatbin small)
 //   env: NVCC (path of nvcc; default: nvcc on PATH, else /usr/local/cuda/bin/nvcc)
 //

@@ -20,7 +20,7 @@ require_shape "$shape" "scripts/gpu-decode-ab.sh qwen3-0.6b|qwen3-8b [BATCHES] [
 batches=${2:-1,8}
 shift $(($# >= 2 ? 2 : 1))
 variants=("$@")
-[ ${#variants[@]} = 0 ] && variants=(product "rope-attn:VT_CUDA_ROPE_ATTN=1" "loads4:VT_CUDA_GEMV_LOADS=4" "loads16:VT_CUDA_GEMV_LOADS=16" "split256:VT_CUDA_SPLIT_KEYS=256" "mlp-block:VT_CUDA_MLP_BLOCK=1" "graphs-lazy:VT_CUDA_GRAPHS_LAZY=1" "fused-norm-off:VT_CUDA_FUSED_NORM=0" "early-off:VT_CUDA_EARLY_LOADS=0" "pdl-off:VT_CUDA_PDL=0" "graphs-off:--graphs=off" "dedup:--dedup=on")
+[ ${#variants[@]} = 0 ] && variants=(product "split256:VT_CUDA_SPLIT_KEYS=256" "graphs-lazy:VT_CUDA_GRAPHS_LAZY=1" "fused-norm-off:VT_CUDA_FUSED_NORM=0" "early-off:VT_CUDA_EARLY_LOADS=0" "pdl-off:VT_CUDA_PDL=0" "graphs-off:--graphs=off" "dedup:--dedup=on")
 out=${OUT:-$root/.gpu-out/ab/$shape}
 mkdir -p "$out"
 ckpt=${VT_BENCH_DIR:-/tmp/vt-bench}/$shape-bf16

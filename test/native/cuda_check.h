@@ -201,8 +201,6 @@ void test_gemv_decode_shapes(Env &env, cuda::Ops &ops);
 void test_gemv_swiglu(Env &env, cuda::Ops &ops);
 void test_gemv_fused(Env &env, cuda::Ops &ops);
 void test_gemv_early(Env &env, cuda::Ops &ops);
-void test_gemv_loads(Env &env, cuda::Ops &ops);
-void test_mlp_block(Env &env, cuda::Ops &ops);
 void test_kv_store(Env &env, cuda::Ops &ops);
 void test_rope_store(Env &env, cuda::Ops &ops);
 void test_argmax(Env &env, cuda::Ops &ops);
@@ -211,7 +209,7 @@ void test_penalties(Env &env, cuda::Ops &ops);
 void test_top_logprobs(Env &env, cuda::Ops &ops);
 void test_attention(Env &env, cuda::Ops &ops);
 void test_attention_decode(Env &env, cuda::Ops &ops);
-void test_attention_decode_rope(Env &env, cuda::Ops &ops);
+void test_rope_then_attention(Env &env, cuda::Ops &ops);
 void test_attention_prefill(Env &env, cuda::Ops &ops);
 
 }  // namespace cuda_tests

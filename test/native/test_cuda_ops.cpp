@@ -119,8 +119,6 @@ int main() {
       test_gemv_swiglu(env, ops);
       test_gemv_fused(env, ops);
       test_gemv_early(env, ops);
-      test_gemv_loads(env, ops);
-      test_mlp_block(env, ops);
       test_kv_store(env, ops);
       test_rope_store(env, ops);
       if (act == Act::F32) test_argmax(env, ops);  // fp32 logits whatever the activations
@@ -129,7 +127,7 @@ int main() {
       if (act == Act::F32) test_top_logprobs(env, ops);
       test_attention(env, ops);
       test_attention_decode(env, ops);
-      test_attention_decode_rope(env, ops);
+      test_rope_then_attention(env, ops);
       test_attention_prefill(env, ops);
       std::printf("  %s activations: %d checks\n", cuda::act_name(act), g_passed + g_failed - before);
     }

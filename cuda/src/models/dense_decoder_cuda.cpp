@@ -114,8 +114,8 @@ CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const C
   // rows (fp32, apart from normed_ with bf16 activations) and the gathered lm_head rows; q|k|v, attention
   // output, gate|up and the SwiGLU product; logits, greedy ids and logprobs; attention partials; the step's
   // integers and the row list; the logits processors' staging (unless VT_CUDA_PENALTIES=0); cuBLASLt's workspace; the
-  // fused norm's partial sums of squares; the MLP block's barrier (256 bytes).
-  ws.total = 256 + 4 * kNormSsRows * cuda::Ops::norm_parts(H) + (processors_switch(c) ? int64_t(kProcBytes) : 0) +
+  // fused norm's partial sums of squares.
+  ws.total = 4 * kNormSsRows * cuda::Ops::norm_parts(H) + (processors_switch(c) ? int64_t(kProcBytes) : 0) +
              as * T * (H + QKV + QD + I + 2 * I) + ps * T * H + 4 * T * H + (as == 2 ? 4 * T * H : 0) + 4 * R * H +
              as * R * H + R * V * 4 + 8 * R + ws.attn_bytes + int64_t(ws.meta_elems) * 4 + 4 * R +
              int64_t(sizeof(cuda::SampleRow)) * R + 8 * kMaxTopLogprobs * R +
@@ -150,9 +150,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
       std::fprintf(stderr, "vtengine: VT_CUDA_SKIP=%s leaves launches out of every layer: for timing only, the "
                            "results are wrong\n", e);
   }
-  if (const char *e = std::getenv("VT_CUDA_ROPE_ATTN")) rope_in_attn_ = e[0] == '1' && ops_->has_attention_rope();
   if (const char *e = std::getenv("VT_CUDA_GRAPHS_LAZY")) graphs_lazy_ = e[0] == '1';
-  if (const char *e = std::getenv("VT_CUDA_MLP_BLOCK")) mlp_block_ = e[0] == '1' && ops_->mlp_block_available();
   // Sampled rows are picked on the GPU; VT_CUDA_SAMPLE=0 sends their logits to the host sampler instead.
   if (const char *e = std::getenv("VT_CUDA_SAMPLE")) sample_on_device_ = e[0] != '0';
   if (c_.vocab_size > cuda::Ops::kSampleMaxVocab) sample_on_device_ = false;
@@ -225,7 +223,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // The fused norm path needs every layer's products on the GEMV (bf16 weights, no gate/up biases).
   for (const DLayer &L : layers_)
     for (const DMatrix *m : {&L.qkv, &L.o, &L.gate_up, &L.down})
-      if (m->dtype != DType::BF16 || L.gate_up_bias) fused_norm_ = false, mlp_block_ = false;
+      if (m->dtype != DType::BF16 || L.gate_up_bias) fused_norm_ = false;
   final_norm_ = upload(w.final_norm);
   lm_head_ = w.lm_head.data == w.embed.data ? embed_ : upload(w.lm_head, ck);
   if (stager) stager->finish();
@@ -239,7 +237,6 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   cuda::check(cuda::driver().cuMemsetD8Async(kv_.ptr(), 0, kv_.bytes(), stream_->get()), "cuMemsetD8Async(kv)");
   residual_ = scratch(T * H, 4), normed_ = scratch(T * H, as), proj_ = scratch(T * H, ps);
   norm_ss_ = scratch(kNormSsRows * cuda::Ops::norm_parts(H), 4);
-  mlp_barrier_ = scratch(64, 4);  // zeroed below with the attention workspace's tickets
   final_ = p.act == cuda::Act::BF16 ? scratch(T * H, 4) : normed_;
   qkv_ = scratch(T * QKV, as), attn_ = scratch(T * QD, as);
   gate_up_ = scratch(T * 2 * I, as), act_ = scratch(T * I, as);
@@ -249,7 +246,6 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   sample_rows_ = scratch(R, sizeof(cuda::SampleRow));
   top_ids_ = scratch(R * kMaxTopLogprobs, 4), top_lps_ = scratch(R * kMaxTopLogprobs, 4);
   attn_ws_ = scratch(size_t(attn_ws), 1);
-  cuda::check(cuda::driver().cuMemsetD8Async(mlp_barrier_, 0, 256, stream_->get()), "cuMemsetD8Async(mlp barrier)");
   // Zeroed once: its tickets must start at zero (every attention_decode call leaves them so).
   cuda::check(cuda::driver().cuMemsetD8Async(attn_ws_, 0, std::max<size_t>(attn_ws_bytes_, 16), stream_->get()),
               "cuMemsetD8Async(attention workspace)");
@@ -362,18 +358,16 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
       ops_->gemv_norm(s, normed_, norm_ss_, T, H, eps, L.qkv.ptr, L.qkv.rows, L.qkv_bias, qkv_);
     else if (!skips(kSkipQkv))
       linear(normed_, T, L.qkv, L.qkv_bias, qkv_);
-    // RoPE on q and k (after Qwen3's per-head norm when it has one), then k and v into the cache (with
-    // VT_CUDA_ROPE_ATTN=1, in the decode attention's launch when every row is its sequence's only one).
-    const cuda::DecodeRope rope{meta_.positions, inv_freq_, rope_scale_, L.q_norm, L.k_norm, eps, meta_.slots};
-    const bool rope_in_attn = attn == kDecode && !multi_row && rope_in_attn_;
-    if (!rope_in_attn && !skips(kSkipRope))
+    // RoPE on q and k (after Qwen3's per-head norm when it has one), then k and v into the cache. (Folding this
+    // into the decode attention's launch measured 6% slower on the Qwen3-0.6B shape: bench/RESULTS.md session 5.)
+    if (!skips(kSkipRope))
       ops_->rope_store(s, qkv_, T, c_.n_heads, c_.n_kv_heads, c_.head_dim, meta_.positions, inv_freq_, rope_scale_,
                        L.q_norm, L.k_norm, eps, meta_.slots, k_cache(l), v_cache(l));
     if (skips(kSkipAttn)) {
       // left out (VT_CUDA_SKIP, timing only)
     } else if (attn == kDecode)
       ops_->attention_decode(s, qkv_, QKV, k_cache(l), v_cache(l), da, T, c_.n_heads, c_.n_kv_heads, c_.head_dim,
-                             scale, max_keys, attn_ws_, attn_ws_bytes_, attn_, rope_in_attn ? &rope : nullptr);
+                             scale, max_keys, attn_ws_, attn_ws_bytes_, attn_);
     else if (attn == kPrefill)
       ops_->attention_prefill(s, qkv_, QKV, k_cache(l), v_cache(l), da, T, c_.n_heads, c_.n_kv_heads, c_.head_dim,
                               scale, meta_buf_.ptr() + 4 * CUdeviceptr(tiles_off_), n_tiles, attn_);
@@ -390,24 +384,18 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
       continue;
     }
     if (!skips(kSkipO)) linear(attn_, T, L.o, L.o_bias, proj_, sub_f32_);
-    if (T == 1 && mlp_block_ && !skips(kSkipNorm) && !skips(kSkipMlp)) {
-      // VT_CUDA_MLP_BLOCK=1: the add + norm, gate|up and down below in one launch (the same bits)
-      ops_->mlp_block(s, residual_, proj_, sub_f32_, H, L.mlp_norm, eps, L.gate_up.ptr, I, act_, L.down.ptr,
-                      L.down_bias, mlp_barrier_);
+    // residual += attention output; normed = post_attention_layernorm(residual)
+    if (!skips(kSkipNorm))
+      ops_->add_rmsnorm_res32(s, residual_, proj_, sub_f32_, T, H, L.mlp_norm, eps, normed_, false);
+    if (skips(kSkipMlp)) {
+      // left out (VT_CUDA_SKIP, timing only)
+    } else if (L.gate_up.dtype == DType::BF16 && T <= gemv_rows_max() && !L.gate_up_bias) {
+      ops_->gemv_swiglu(s, normed_, T, H, L.gate_up.ptr, I, act_);
     } else {
-      // residual += attention output; normed = post_attention_layernorm(residual)
-      if (!skips(kSkipNorm))
-        ops_->add_rmsnorm_res32(s, residual_, proj_, sub_f32_, T, H, L.mlp_norm, eps, normed_, false);
-      if (skips(kSkipMlp)) {
-        // left out (VT_CUDA_SKIP, timing only)
-      } else if (L.gate_up.dtype == DType::BF16 && T <= gemv_rows_max() && !L.gate_up_bias) {
-        ops_->gemv_swiglu(s, normed_, T, H, L.gate_up.ptr, I, act_);
-      } else {
-        linear(normed_, T, L.gate_up, L.gate_up_bias, gate_up_);
-        ops_->silu_mul(s, gate_up_, gate_up_ + CUdeviceptr(I * int64_t(as)), T, I, 2 * I, act_);
-      }
-      if (!skips(kSkipMlp)) linear(act_, T, L.down, L.down_bias, proj_, sub_f32_);
+      linear(normed_, T, L.gate_up, L.gate_up_bias, gate_up_);
+      ops_->silu_mul(s, gate_up_, gate_up_ + CUdeviceptr(I * int64_t(as)), T, I, 2 * I, act_);
     }
+    if (!skips(kSkipMlp)) linear(act_, T, L.down, L.down_bias, proj_, sub_f32_);
     // residual += mlp output; normed = next layer's input_layernorm, or the final norm (fp32, into final_)
     if (skips(kSkipNorm) && l + 1 < c_.n_layers) {
       // left out (VT_CUDA_SKIP, timing only; the final norm stays, the lm_head's input)

@@ -155,19 +155,10 @@ class CudaDecoder : public Decoder {
   enum Skip : unsigned { kSkipNorm = 1, kSkipRope = 2, kSkipAttn = 4, kSkipQkv = 8, kSkipO = 16, kSkipMlp = 32 };
   unsigned skip_ = 0;
   bool skips(Skip k) const { return (skip_ & k) != 0; }
-  // VT_CUDA_ROPE_ATTN=1: decode steps fold RoPE + KV store into the attention's launch (Ops::attention_decode's
-  // rope; one launch a layer fewer, the same bits). Off by default: on the H200 at batch 1 it measured 6% slower
-  // on the Qwen3-0.6B shape and the same on 8B (bench/RESULTS.md). Builds without the experiments ignore it.
-  bool rope_in_attn_ = false;
   // VT_CUDA_GRAPHS_LAZY=1 (an experiment): no graph is captured at load; each bucket's is captured by the first
   // decode step that needs it, so the load is shorter (H200, 0.6B shape: load -> first token 151-174 ms against
   // 206-210 ms; 8B unchanged; decode unchanged) and an engine that decodes one sequence at a time holds one graph.
   bool graphs_lazy_ = false;
-  // VT_CUDA_MLP_BLOCK=1 (an experiment, shelved): batch-1 steps run each layer's add + norm, gate|up and down in
-  // one persistent launch (Ops::mlp_block, the same bits), when every layer's MLP takes the GEMV. 0.78x on the
-  // 0.6B shape: its grid barrier costs twice a PDL launch boundary (bench_cuda_sync; bench/RESULTS.md session 6).
-  bool mlp_block_ = false;
-  CUdeviceptr mlp_barrier_ = 0;  // its grid barrier's words
   // The fused norm (default; VT_CUDA_FUSED_NORM=0 is its null control): steps of up to gemv_rows_max() rows add each
   // sublayer's output into the residual in the epilogue of its product (o / down: Ops::gemv_residual, which also leaves
   // the rows' partial sums of squares in norm_ss_ and the rows times the next norm's weight in normed_) and scale the

@@ -282,13 +282,16 @@ void test_attention_decode(Env &env, cuda::Ops &ops) {
   test_attention_decode_case(env, ops, 8, 1, 128, 256, {{1, 32767}}, "long context 32k, big blocks");
 }
 
-// attention_decode with the decode step's rope_store folded in, against rope_store + attention_decode on copies
-// of the same q|k|v and caches: the output and both whole caches to the bit (the caches' unused slots are NaN and
-// must stay so), q|k|v unchanged, and a second run on the same workspace the same bits. One decode row per
-// context; `pad`: that row is a padding row (slot -1: nothing stored, its output still computed).
-void test_attention_decode_rope_case(Env &env, cuda::Ops &ops, int32_t n_heads, int32_t n_kv, int32_t hd, int32_t bs,
-                                     const std::vector<int32_t> &contexts, bool norm, const char *label,
-                                     int32_t pad = -1) {
+// rope_store then attention_decode back to back, as a decode step runs them (PDL: the attention's blocks may start
+// while rope_store runs, and load their first keys before their wait; attention_split.cuh), against the same two
+// launches with the stream synchronized between them. Each row's new key and value are NaN in the cache until
+// rope_store writes them, so an attention that read its row's new slot too early gives NaN or other bits; the
+// output must match the synchronized run to the bit, three times over (the overlap is a race: each run is a chance).
+// One decode row per context; `pad`: that row is a padding row (slot -1: nothing stored, its output still computed;
+// its own key then stays NaN, so it is left out of the comparison).
+void test_rope_then_attention_case(Env &env, cuda::Ops &ops, int32_t n_heads, int32_t n_kv, int32_t hd, int32_t bs,
+                                   const std::vector<int32_t> &contexts, bool norm, const char *label,
+                                   int32_t pad = -1) {
   const Act act = ops.act();
   std::vector<std::pair<int32_t, int32_t>> seqs;
   for (int32_t c : contexts) seqs.push_back({1, c - 1});
@@ -296,19 +299,20 @@ void test_attention_decode_rope_case(Env &env, cuda::Ops &ops, int32_t n_heads, 
   const BatchLayout b = layout_of(seqs, bs, 1);
   const int32_t T = b.T, max_keys = b.longest;
   check_case(env,
-             fmt("attention_decode + rope[%s] %s heads %d kv_heads %d head_dim %d block %d rows %d splits %d%s%s",
+             fmt("rope_store -> attention_decode[%s] %s heads %d kv_heads %d head_dim %d block %d rows %d splits %d%s%s",
                  cuda::act_name(act), label, n_heads, n_kv, hd, bs, T, ops.attention_splits(T, n_kv, max_keys),
                  norm ? " +qk_norm" : "", pad >= 0 ? " with a padding row" : ""),
              [&](std::string &why) {
-               const PagedKv kv = make_paged_kv(seqs, n_kv, hd, bs, act, b.max_blocks, b.total_blocks);
-               const int64_t width = int64_t(n_heads + 2 * n_kv) * hd;
+               PagedKv kv = make_paged_kv(seqs, n_kv, hd, bs, act, b.max_blocks, b.total_blocks);
+               const int64_t width = int64_t(n_heads + 2 * n_kv) * hd, slot_elems = int64_t(n_kv) * hd;
                const auto qkv = rand_act(size_t(T) * size_t(width), act, -2, 2);
                std::vector<int32_t> pos(static_cast<size_t>(T)), slot(static_cast<size_t>(T));
                for (int32_t t = 0; t < T; ++t) {
                  pos[size_t(t)] = contexts[size_t(t)] - 1;
-                 slot[size_t(t)] = t == pad ? -1
-                                            : kv.tables[size_t(t * b.max_blocks + pos[size_t(t)] / bs)] * bs +
-                                                  pos[size_t(t)] % bs;
+                 const int32_t s = kv.tables[size_t(t * b.max_blocks + pos[size_t(t)] / bs)] * bs + pos[size_t(t)] % bs;
+                 slot[size_t(t)] = t == pad ? -1 : s;
+                 std::fill_n(kv.k.begin() + s * slot_elems, slot_elems, NAN);  // the new key: rope_store's to write
+                 std::fill_n(kv.v.begin() + s * slot_elems, slot_elems, NAN);
                }
                const auto inv_freq = inv_freq_table(hd, 1e6);
                const auto qn = rand_weight(size_t(hd)), kn = rand_weight(size_t(hd));
@@ -322,52 +326,38 @@ void test_attention_decode_rope_case(Env &env, cuda::Ops &ops, int32_t n_heads, 
                const size_t ticket_bytes = std::min(ws_bytes, size_t(T) * size_t(n_kv) * 4);
                std::vector<uint8_t> ws_init(ws_bytes, 0xff);
                std::fill_n(ws_init.begin(), ticket_bytes, uint8_t(0));
-               DeviceBuffer ws_a = upload_raw(ws_init), ws_b = upload_raw(ws_init);
+               DeviceBuffer ws = upload_raw(ws_init);
                const auto s = env.stream.get();
-
-               // The two launches.
-               Dev qkv_a = upload_act(qkv, act), k_a = upload_act(kv.k, act), v_a = upload_act(kv.v, act);
-               Dev out_a = poisoned(size_t(T) * size_t(n_heads) * hd, act);
-               ops.rope_store(s, qkv_a.ptr(), T, n_heads, n_kv, hd, dpos.ptr(), dfreq.ptr(), attn_scale, qnp, knp, eps,
-                              dslot.ptr(), k_a.ptr(), v_a.ptr());
-               ops.attention_decode(s, qkv_a.ptr(), width, k_a.ptr(), v_a.ptr(), db, T, n_heads, n_kv, hd, scale,
-                                    max_keys, ws_bytes ? ws_a.ptr() : 0, ws_bytes, out_a.ptr());
-               // The one, twice.
-               Dev qkv_b = upload_act(qkv, act), k_b = upload_act(kv.k, act), v_b = upload_act(kv.v, act);
-               const cuda::DecodeRope rope{dpos.ptr(), dfreq.ptr(), attn_scale, qnp, knp, eps, dslot.ptr()};
-               std::vector<float> first;
-               for (int run = 0; run < 2; ++run) {
-                 Dev out_b = poisoned(size_t(T) * size_t(n_heads) * hd, act);
-                 ops.attention_decode(s, qkv_b.ptr(), width, k_b.ptr(), v_b.ptr(), db, T, n_heads, n_kv, hd, scale,
-                                      max_keys, ws_bytes ? ws_b.ptr() : 0, ws_bytes, out_b.ptr(), &rope);
-                 bool guard = false;
-                 const auto got = download(out_b, &guard);
-                 if (!guard) return why = fmt("run %d wrote past the end of the output", run + 1), false;
-                 auto same = [](const std::vector<float> &x, const std::vector<float> &y) {
-                   return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
-                 };
-                 if (run == 1) return same(got, first) || (why = "a second run gave different bits", false);
-                 if (!same(got, download(out_a))) return why = "output differs from rope_store + attention_decode", false;
-                 if (!same(download(k_b), download(k_a))) return why = "k cache differs from rope_store's", false;
-                 if (!same(download(v_b), download(v_a))) return why = "v cache differs from rope_store's", false;
-                 if (!same(download(qkv_b), download(upload_act(qkv, act)))) return why = "q|k|v was written", false;
-                 if (ws_bytes) {
-                   std::vector<uint32_t> tickets(ticket_bytes / 4);
-                   ws_b.download(s, tickets.data(), ticket_bytes);
-                   if (!std::all_of(tickets.begin(), tickets.end(), [](uint32_t x) { return x == 0; }))
-                     return why = "a ticket was left non-zero", false;
-                 }
-                 first = got;
+               // synced: the stream waits between the launches (the reference); else they overlap as in a step.
+               auto run = [&](bool synced, bool &guard) {
+                 Dev dqkv = upload_act(qkv, act), k = upload_act(kv.k, act), v = upload_act(kv.v, act);
+                 Dev out = poisoned(size_t(T) * size_t(n_heads) * hd, act);
+                 ops.rope_store(s, dqkv.ptr(), T, n_heads, n_kv, hd, dpos.ptr(), dfreq.ptr(), attn_scale, qnp, knp, eps,
+                                dslot.ptr(), k.ptr(), v.ptr());
+                 if (synced) env.stream.synchronize();
+                 ops.attention_decode(s, dqkv.ptr(), width, k.ptr(), v.ptr(), db, T, n_heads, n_kv, hd, scale,
+                                      max_keys, ws_bytes ? ws.ptr() : 0, ws_bytes, out.ptr());
+                 return download(out, &guard);
+               };
+               bool guard = false;
+               auto want = run(true, guard);
+               if (!guard) return why = "the synchronized run wrote past the end of the output", false;
+               if (pad >= 0)  // its own key is NaN: its output is too, whichever way
+                 std::fill_n(want.begin() + int64_t(pad) * n_heads * hd, int64_t(n_heads) * hd, 0.f);
+               for (float x : want)
+                 if (std::isnan(x)) return why = "the synchronized run gave NaN", false;
+               for (int r = 0; r < 3; ++r) {
+                 auto got = run(false, guard);
+                 if (!guard) return why = fmt("overlapped run %d wrote past the end of the output", r + 1), false;
+                 if (pad >= 0) std::fill_n(got.begin() + int64_t(pad) * n_heads * hd, int64_t(n_heads) * hd, 0.f);
+                 if (std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) != 0)
+                   return why = fmt("overlapped run %d differs from the synchronized one", r + 1), false;
                }
                return true;
              });
 }
 
-void test_attention_decode_rope(Env &env, cuda::Ops &ops) {
-  if (!ops.has_attention_rope()) {
-    std::printf("skip attention_decode + rope[%s]: a build without the experiments' kernels\n", cuda::act_name(ops.act()));
-    return;
-  }
+void test_rope_then_attention(Env &env, cuda::Ops &ops) {
   // Contexts around split and block boundaries (a row's new key is the first or the last of its split, or its
   // split's only one) and long; head dims on tensor cores (64, 128, 256 in bf16) and off them (80; all of fp32).
   std::vector<int32_t> contexts = {1, 2, 16, 17, 64, 65, 128, 129, 384};
@@ -377,11 +367,11 @@ void test_attention_decode_rope(Env &env, cuda::Ops &ops) {
   for (Heads hh : {Heads{16, 8}, Heads{32, 8}, Heads{8, 8}, Heads{32, 4}})
     for (int32_t hd : {64, 128, 256, 80})
       for (int norm = 0; norm < 2; ++norm)
-        test_attention_decode_rope_case(env, ops, hh.n_heads, hh.n_kv, hd, 16, contexts, norm, "decode ragged");
+        test_rope_then_attention_case(env, ops, hh.n_heads, hh.n_kv, hd, 16, contexts, norm, "decode ragged");
   for (int32_t c : {1, 64, 65, 383, 384, 385, 1000})
-    test_attention_decode_rope_case(env, ops, 16, 8, 128, 16, {c}, true, "batch 1");
-  test_attention_decode_rope_case(env, ops, 32, 8, 128, 16, {384, 17, 1}, true, "decode", 1);
-  test_attention_decode_rope_case(env, ops, 6, 3, 70, 5, {9, 33, 70}, true, "odd head_dim and block");
+    test_rope_then_attention_case(env, ops, 16, 8, 128, 16, {c}, true, "batch 1");
+  test_rope_then_attention_case(env, ops, 32, 8, 128, 16, {384, 17, 1}, true, "decode", 1);
+  test_rope_then_attention_case(env, ops, 6, 3, 70, 5, {9, 33, 70}, true, "odd head_dim and block");
 }
 
 // ---------------------------------------------------------------------------------------------------------------

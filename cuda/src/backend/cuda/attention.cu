@@ -2,8 +2,7 @@
 //   vt_paged_attention_<act>_d<32 * VPL>: grid (n_heads, T), block 128; head_dim <= 32 * VPL
 //   vt_kv_store_<act>: grid (T), block 128.
 //   vt_attention_split_<act>_d<32 * VPL>, vt_attention_split_bf16_mma_hd<HD>: split-K decode attention
-//     (attention_split.cuh), grid (T, n_kv_heads, n_splits), block 128, dynamic shared memory as said there;
-//   vt_attention_split_rope_*: the same with the decode step's RoPE + KV store folded in (an experiment).
+//     (attention_split.cuh), grid (T, n_kv_heads, n_splits), block 128, dynamic shared memory as said there.
 #include "attention.cuh"
 #include "attention_split.cuh"
 
@@ -31,9 +30,9 @@ VT_ATTENTION(bf16, bf16, 8)
 VT_KV_STORE(f32, float)
 VT_KV_STORE(bf16, bf16)
 
-// The split-K entry points' common parameters (KV: the caches' pointee, const unless the kernel writes them).
-#define VT_SPLIT_PARAMS(T, KV)                                                                               \
-  const T *q, long long q_row_stride, KV *k_cache, KV *v_cache, const int32_t *seq_q_start,                   \
+// The split-K entry points' parameters.
+#define VT_SPLIT_PARAMS(T)                                                                                   \
+  const T *q, long long q_row_stride, const T *k_cache, const T *v_cache, const int32_t *seq_q_start,         \
       const int32_t *seq_pos0, const int32_t *block_tables, int n_seqs, int max_blocks, int block_size,       \
       int n_heads, int n_kv_heads, int head_dim, float scale, int n_splits, unsigned *tickets, float *part_ml, \
       float *part_acc, T *out, int split_keys
@@ -41,23 +40,11 @@ VT_KV_STORE(bf16, bf16)
   q, q_row_stride, k_cache, v_cache, seq_q_start, seq_pos0, block_tables, n_seqs, max_blocks, block_size,     \
       n_heads, n_kv_heads, head_dim, scale, n_splits, tickets, part_ml, part_acc, out, split_keys
 
+// attention_split waits for the previous kernel itself, after its first key loads.
 #define VT_ATTENTION_SPLIT(NAME, T, VPL, MMA_HD, MIN_BLOCKS)                                                 \
-  extern "C" __global__ void __launch_bounds__(kSplitWarps * 32, MIN_BLOCKS) NAME(VT_SPLIT_PARAMS(T, const T)) { \
+  extern "C" __global__ void __launch_bounds__(kSplitWarps * 32, MIN_BLOCKS) NAME(VT_SPLIT_PARAMS(T)) {      \
     pdl_trigger();                                                                                           \
-    pdl_wait();                                                                                              \
     attention_split<T, VPL, MMA_HD>(VT_SPLIT_ARGS);                                                          \
-  }
-
-// The same with the decode step's RoPE and KV store folded in (attention_split.cuh's ROPE): q is the unroped
-// q|k|v buffer, the caches are written at slot[row].
-#define VT_ATTENTION_SPLIT_ROPE(NAME, T, VPL, MMA_HD, MIN_BLOCKS)                                            \
-  extern "C" __global__ void __launch_bounds__(kSplitWarps * 32, MIN_BLOCKS) NAME(                           \
-      VT_SPLIT_PARAMS(T, T), const int32_t *pos, const float *inv_freq, float attn_scale, const float *q_norm, \
-      const float *k_norm, float eps, const int32_t *slot) {                                                 \
-    pdl_trigger();                                                                                           \
-    pdl_wait();                                                                                              \
-    attention_split<T, VPL, MMA_HD, true>(                                                                   \
-        VT_SPLIT_ARGS, SplitRope<T>{pos, inv_freq, attn_scale, q_norm, k_norm, eps, slot, k_cache, v_cache}); \
   }
 
 // Every split-K kernel of one family (M: its entry macro, P: its name prefix). CUDA cores, head_dim up to
@@ -74,7 +61,3 @@ VT_KV_STORE(bf16, bf16)
   M(P##_bf16_mma_hd256, bf16, 0, 256, 1)
 
 VT_SPLIT_FAMILY(VT_ATTENTION_SPLIT, vt_attention_split)
-// An experiment (off by default, slower on the H200: attention_split.cuh): only in builds with --experiments.
-#if VT_CUDA_EXPERIMENTS
-VT_SPLIT_FAMILY(VT_ATTENTION_SPLIT_ROPE, vt_attention_split_rope)
-#endif  // VT_CUDA_EXPERIMENTS

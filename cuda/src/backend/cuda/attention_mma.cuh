@@ -63,16 +63,50 @@ __device__ __forceinline__ int64_t kv_row_offset(const int32_t *__restrict__ tab
 // (G * HD contiguous elements). Writes each warp's state for heads g < G to shared memory:
 // s_m[w * G + g], s_l[...] (log2 domain) and s_acc[(w * G + g) * HD + d] (unnormalised). A warp with no keys
 // writes m = -inf, l = 0, acc = 0. Cache rows must be 16-byte aligned (HD % 32 == 0 and an aligned base).
-// KV_L2: read the cache through L2 (load_kv), as a launch that also writes it must.
-template <int HD, int NW, bool KV_L2 = false>
+// The PDL wait is here: each warp loads the keys of its first step that come before `fresh` (earlier steps' keys,
+// which no kernel of this step writes), then waits, then loads q and the rest of that step (keys from `fresh` on,
+// written by this step's rope_store). So a decode step's KV reads overlap the kernels before the attention, and
+// only q and the row's own key are read after them.
+template <int HD, int NW>
 __device__ __forceinline__ void mma_warp_states(const bf16 *__restrict__ qrow, const bf16 *__restrict__ k_cache,
                                                 const bf16 *__restrict__ v_cache, const int32_t *__restrict__ table,
                                                 int block_size, int64_t slot_stride, int64_t kv_off, int G,
-                                                float scale_log2, int k0, int k1, float *s_m, float *s_l,
+                                                float scale_log2, int k0, int k1, int fresh, float *s_m, float *s_l,
                                                 float *s_acc) {
   static_assert(HD % 32 == 0 && HD <= 256, "head_dim in 32-dim blocks");
   constexpr int NB = HD / 32;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+
+  // A step's keys: lane (g, t) holds keys base + g (a) and base + g + 8 (b). Keys past k1 load key k0 instead
+  // (valid, so finite: an unused slot may hold anything) and are masked below. load_a / load_b: whether this
+  // call loads that key (the first step comes in two calls, around the wait).
+  uint4 ka[NB], kb[NB], va[NB], vb[NB];
+  auto load_step = [&](int base, bool load_a, bool load_b) {
+    const int pa = base + g < k1 ? base + g : k0, pb = base + g + 8 < k1 ? base + g + 8 : k0;
+    if (load_a) {
+      const int64_t oa = kv_row_offset(table, block_size, slot_stride, kv_off, pa) + 8 * t;
+#pragma unroll
+      for (int b = 0; b < NB; ++b) {
+        ka[b] = load_kv(reinterpret_cast<const uint4 *>(k_cache + oa + 32 * b));
+        va[b] = load_kv(reinterpret_cast<const uint4 *>(v_cache + oa + 32 * b));
+      }
+    }
+    if (load_b) {
+      const int64_t ob = kv_row_offset(table, block_size, slot_stride, kv_off, pb) + 8 * t;
+#pragma unroll
+      for (int b = 0; b < NB; ++b) {
+        kb[b] = load_kv(reinterpret_cast<const uint4 *>(k_cache + ob + 32 * b));
+        vb[b] = load_kv(reinterpret_cast<const uint4 *>(v_cache + ob + 32 * b));
+      }
+    }
+  };
+  int base = k0 + warp * 16;
+  {
+    const int pa = base + g < k1 ? base + g : k0, pb = base + g + 8 < k1 ? base + g + 8 : k0;
+    if (base < k1) load_step(base, pa < fresh, pb < fresh);
+    pdl_wait();
+    if (base < k1) load_step(base, pa >= fresh, pb >= fresh);
+  }
 
   // B operand of S^T: head g's q over this lane's 8 dims of each block (zero for heads past the group).
   uint32_t qf[NB][4];
@@ -96,18 +130,8 @@ __device__ __forceinline__ void mma_warp_states(const bf16 *__restrict__ qrow, c
       for (int i = 0; i < 4; ++i) acc[b][u][i] = 0.f;
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;  // heads 2t, 2t + 1; same on the 8 lanes of a t
 
-  for (int base = k0 + warp * 16; base < k1; base += NW * 16) {
-    // Keys past k1 load the last valid key (finite: an unused slot may hold anything) and are masked below.
-    const int64_t oa = kv_row_offset(table, block_size, slot_stride, kv_off, min(base + g, k1 - 1)) + 8 * t;
-    const int64_t ob = kv_row_offset(table, block_size, slot_stride, kv_off, min(base + g + 8, k1 - 1)) + 8 * t;
-    uint4 ka[NB], kb[NB], va[NB], vb[NB];
-#pragma unroll
-    for (int b = 0; b < NB; ++b) {
-      ka[b] = load_kv<KV_L2>(reinterpret_cast<const uint4 *>(k_cache + oa + 32 * b));
-      kb[b] = load_kv<KV_L2>(reinterpret_cast<const uint4 *>(k_cache + ob + 32 * b));
-      va[b] = load_kv<KV_L2>(reinterpret_cast<const uint4 *>(v_cache + oa + 32 * b));
-      vb[b] = load_kv<KV_L2>(reinterpret_cast<const uint4 *>(v_cache + ob + 32 * b));
-    }
+  for (; base < k1; base += NW * 16) {
+    if (base != k0 + warp * 16) load_step(base, true, true);  // the first step is loaded above
 
     // s[0], s[1]: key g, heads 2t, 2t + 1; s[2], s[3]: key g + 8.
     float s[4] = {0.f, 0.f, 0.f, 0.f};

@@ -26,7 +26,6 @@
 #include "attention_mma.cuh"
 #include "attention_row.cuh"
 #include "common.cuh"
-#include "rope.cuh"
 
 namespace vtk {
 
@@ -38,9 +37,8 @@ constexpr int kSimtKeys = 4;      // keys per warp step on CUDA cores
 // The CUDA-core warp (fp32 activations, and bf16 head dims or alignments the tensor-core warp does not take):
 // the same state as mma_warp_states, for any head_dim <= 32 * VPL. Lane i holds dims i, i + 32, ... (below
 // head_dim), read one element at a time, so any head_dim and alignment work. Heads are walked one after the
-// other, each reading the split's keys again (from L2): this path is for correctness, not speed. KV_L2: as for
-// mma_warp_states.
-template <class T, int VPL, int NW, bool KV_L2 = false>
+// other, each reading the split's keys again (from L2): this path is for correctness, not speed.
+template <class T, int VPL, int NW>
 __device__ __forceinline__ void simt_warp_states(const T *__restrict__ qrow, const T *__restrict__ k_cache,
                                                  const T *__restrict__ v_cache, const int32_t *__restrict__ table,
                                                  int block_size, int64_t slot_stride, int64_t kv_off, int G, int hd,
@@ -71,8 +69,8 @@ __device__ __forceinline__ void simt_warp_states(const T *__restrict__ qrow, con
 #pragma unroll
         for (int i = 0; i < VPL; ++i) {
           const int d = lane + 32 * i;
-          kf[j][i] = d < hd ? load_kv_elem<KV_L2>(kp[j] + d) : 0.f;
-          vf[j][i] = d < hd ? load_kv_elem<KV_L2>(vp[j] + d) : 0.f;
+          kf[j][i] = d < hd ? load_kv_elem(kp[j] + d) : 0.f;
+          vf[j][i] = d < hd ? load_kv_elem(vp[j] + d) : 0.f;
         }
       float sc[kSimtKeys];
 #pragma unroll
@@ -95,41 +93,18 @@ __device__ __forceinline__ void simt_warp_states(const T *__restrict__ qrow, con
   }
 }
 
-// The decode step's RoPE (with Qwen3's q/k norm) and KV store, folded into the attention (ROPE): q is the fused
-// q|k|v buffer, unroped, and every block ropes its group's G query heads into shared memory (rope.cuh's
-// rope_head, so the same bits as rope_store), and the block of a row's last split, whose keys end with the
-// row's own, ropes the row's k head into the cache at slot[row] and copies its v head there before it reads
-// them (through L2; the storing warp fences first). q|k|v is left as it was. Only for steps whose rows are
-// each the only row of their sequence (decode): no block reads a key another block of the launch writes.
-// slot < 0 (a padding row) stores nothing. An experiment, off by default (VT_CUDA_ROPE_ATTN=1): bitwise the
-// separate kernels (op-tested on the H200), but 6% slower on the Qwen3-0.6B shape at batch 1 and 0.5% on 8B,
-// though it saves a launch per layer: each block pays the cos/sin table (double sincos) and its q heads' norm
-// before its first key, the last split also the k store and a fence, and the keys are read through L2.
-template <class T>
-struct SplitRope {
-  const int32_t *pos = nullptr;
-  const float *inv_freq = nullptr;
-  float attn_scale = 1.f;
-  const float *q_norm = nullptr, *k_norm = nullptr;  // null: no norm
-  float eps = 0.f;
-  const int32_t *slot = nullptr;
-  T *k_cache = nullptr, *v_cache = nullptr;  // the caches the attention reads, writable
-};
-
-// Shared memory of the ROPE prologue, in floats after the block's other use of it (split_smem_floats): the
-// cos/sin table (head_dim), a staging head per warp (kSplitWarps * head_dim), then the G roped q heads in T.
 __host__ __device__ constexpr int64_t split_smem_floats(int G, int head_dim, int n_splits) {
   return kSplitWarps * G * (head_dim + 2) > G * n_splits ? kSplitWarps * G * (head_dim + 2) : G * n_splits;
 }
-__host__ __device__ constexpr int64_t split_rope_smem_floats(int G, int head_dim, int elem_bytes) {
-  return int64_t(head_dim) * (1 + kSplitWarps) + (int64_t(G) * head_dim * elem_bytes + 3) / 4;
-}
 
-// The whole block. MMA_HD > 0: the tensor-core warp for that head_dim (T = bf16); 0: the CUDA-core warp with VPL.
-// Workspace: tickets (T, n_kv_heads) uint32, part_ml (T, n_heads, n_splits, 2) floats (m, l), part_acc
-// (T, n_heads, n_splits, head_dim) floats; unused when n_splits == 1. Dynamic shared memory:
-// split_smem_floats floats, plus split_rope_smem_floats with ROPE.
-template <class T, int VPL, int MMA_HD, bool ROPE = false>
+// The whole block, from the PDL wait on (the entry points only trigger): it reads the step's integers (the rows'
+// sequences and key counts, the block tables) and its first keys before the wait, since no kernel of the step writes
+// them (common.cuh's pdl_wait), and only the keys of this step (from the sequence's pos0 on, which rope_store has
+// just written) after it. MMA_HD > 0: the tensor-core warp for that head_dim (T = bf16); 0: the CUDA-core warp with
+// VPL, which waits first. Workspace: tickets (T, n_kv_heads) uint32, part_ml (T, n_heads, n_splits, 2) floats (m, l),
+// part_acc (T, n_heads, n_splits, head_dim) floats; unused when n_splits == 1. Dynamic shared memory:
+// split_smem_floats floats.
+template <class T, int VPL, int MMA_HD>
 __device__ __forceinline__ void attention_split(const T *__restrict__ q, int64_t q_row_stride,
                                                 const T *__restrict__ k_cache, const T *__restrict__ v_cache,
                                                 const int32_t *__restrict__ seq_q_start,
@@ -138,14 +113,15 @@ __device__ __forceinline__ void attention_split(const T *__restrict__ q, int64_t
                                                 int block_size, int n_heads, int n_kv_heads, int head_dim, float scale,
                                                 int n_splits, unsigned *__restrict__ tickets,
                                                 float *__restrict__ part_ml, float *__restrict__ part_acc,
-                                                T *__restrict__ out, int split_keys, SplitRope<T> rope = {}) {
+                                                T *__restrict__ out, int split_keys) {
   extern __shared__ float smem[];
   __shared__ bool s_last;
   const int row = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
   const int lo = row_sequence(row, seq_q_start, n_seqs);
-  const int n_keys = seq_pos0[lo] + (row - seq_q_start[lo]) + 1;
+  const int fresh = seq_pos0[lo];  // keys from here on are this step's
+  const int n_keys = fresh + (row - seq_q_start[lo]) + 1;
   const int want = min(n_splits, (n_keys + split_keys - 1) / split_keys);
   const int len = ((n_keys + want - 1) / want + kSplitKeys - 1) / kSplitKeys * kSplitKeys;
   const int n_active = (n_keys + len - 1) / len;  // <= want
@@ -158,34 +134,14 @@ __device__ __forceinline__ void attention_split(const T *__restrict__ q, int64_t
   const int32_t *table = block_tables + int64_t(lo) * max_blocks;
   const int64_t slot_stride = int64_t(n_kv_heads) * hd, kv_off = int64_t(kvh) * hd;
   const float scale_log2 = scale * 1.4426950408889634f;
-  if constexpr (ROPE) {
-    float *cos_t = smem + split_smem_floats(G, hd, n_splits), *sin_t = cos_t + hd / 2;
-    float *head = cos_t + hd + warp * hd;
-    T *qs = reinterpret_cast<T *>(cos_t + hd * (1 + kSplitWarps));
-    rope_table(rope.pos[row], rope.inv_freq, hd / 2, rope.attn_scale, cos_t, sin_t);
-    __syncthreads();
-    for (int g = warp; g < G; g += kSplitWarps)
-      rope_head(qrow + int64_t(g) * hd, qs + int64_t(g) * hd, static_cast<T *>(nullptr), head, cos_t, sin_t, hd,
-                rope.q_norm, rope.eps);
-    const int32_t slot = rope.slot[row];
-    if (split == n_active - 1 && slot >= 0 && warp == kSplitWarps - 1) {  // the warp with the fewest q heads
-      const T *qkv_row = q + int64_t(row) * q_row_stride;
-      const int64_t dst = int64_t(slot) * slot_stride + kv_off;
-      rope_head(qkv_row + (int64_t(n_heads) + kvh) * hd, static_cast<T *>(nullptr), rope.k_cache + dst, head,
-                cos_t, sin_t, hd, rope.k_norm, rope.eps);
-      const T *v = qkv_row + (int64_t(n_heads) + n_kv_heads + kvh) * hd;
-      for (int i = lane; i < hd; i += 32) rope.v_cache[dst + i] = v[i];
-      __threadfence();  // the stores are in L2 before the other warps read them there
-    }
-    __syncthreads();
-    qrow = qs;
+  if constexpr (MMA_HD > 0) {
+    mma_warp_states<MMA_HD, kSplitWarps>(qrow, k_cache, v_cache, table, block_size, slot_stride, kv_off, G,
+                                         scale_log2, k0, k1, fresh, s_m, s_l, s_acc);
+  } else {
+    pdl_wait();
+    simt_warp_states<T, VPL, kSplitWarps>(qrow, k_cache, v_cache, table, block_size, slot_stride, kv_off, G, hd,
+                                          scale_log2, k0, k1, s_m, s_l, s_acc);
   }
-  if constexpr (MMA_HD > 0)
-    mma_warp_states<MMA_HD, kSplitWarps, ROPE>(qrow, k_cache, v_cache, table, block_size, slot_stride, kv_off, G,
-                                               scale_log2, k0, k1, s_m, s_l, s_acc);
-  else
-    simt_warp_states<T, VPL, kSplitWarps, ROPE>(qrow, k_cache, v_cache, table, block_size, slot_stride, kv_off, G,
-                                                hd, scale_log2, k0, k1, s_m, s_l, s_acc);
   __syncthreads();
 
   // Merge the warps: the output when the row has one split, else this split's partial.

@@ -45,23 +45,11 @@ __device__ __forceinline__ float4 load_stream(const float4 *p) {
   return make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z), __uint_as_float(v.w));
 }
 
-// Reads of the KV cache: through the read-only path (__ldg), or through L2 when the same launch writes the cache
-// (the decode attention with rope stores the step's key and value, then reads them back: the read-only path is
-// coherent only for data nobody writes during the launch). Same values either way.
-template <bool L2>
-__device__ __forceinline__ uint4 load_kv(const uint4 *p) {
-  if constexpr (L2) return __ldcg(p);
-  else return __ldg(p);
-}
-__device__ __forceinline__ float ldcg_f32(const float *p) { return __ldcg(p); }
-__device__ __forceinline__ float ldcg_f32(const bf16 *p) {
-  return to_f32(bf16{__ldcg(reinterpret_cast<const unsigned short *>(p))});
-}
-template <bool L2, class T>
-__device__ __forceinline__ float load_kv_elem(const T *p) {
-  if constexpr (L2) return ldcg_f32(p);
-  else return to_f32(*p);
-}
+// Reads of the KV cache, through the read-only path: coherent only for data nobody writes during the launch, which
+// holds for the decode attention (it reads the step's own keys only after its PDL wait, and never writes the cache).
+__device__ __forceinline__ uint4 load_kv(const uint4 *p) { return __ldg(p); }
+template <class T>
+__device__ __forceinline__ float load_kv_elem(const T *p) { return to_f32(*p); }
 
 // Unpacks 8 bf16 held in a 16-byte vector.
 __device__ __forceinline__ void unpack_bf16x8(const uint4 v, float (&f)[8]) {
@@ -75,7 +63,11 @@ __device__ __forceinline__ void unpack_bf16x8(const uint4 v, float (&f)[8]) {
 //   pdl_trigger(): this grid's dependents may start launching now (they still wait for its completion before
 //     touching its results); called first thing by every kernel entry point;
 //   pdl_wait(): blocks until every earlier grid on the stream has completed and its writes are visible; a
-//     kernel launched with Context::launch_pdl calls it before any dependent read or write. The entry points
+//     kernel launched with Context::launch_pdl calls it before any write and before reading what an earlier
+//     kernel of the step writes. A kernel may start while several earlier ones still run (each triggers its
+//     dependents at once), so what it reads before the wait must be written by none of the step's kernels:
+//     weights, the step's integers (uploaded before the step's first launch) and KV cache rows of earlier steps
+//     (the GEMVs' EARLY loads, rope_store's cos/sin table, the decode attention's first keys). The entry points
 //     call it right after pdl_trigger() (the GEMVs after computing their row pointers), so the gain is the
 //     launch and block scheduling of the next kernel hidden under this one's run, ~0.3-1 us a launch; Ops
 //     launches every kernel that waits this way with PDL (all but the tiled GEMM and prefill attention).
@@ -90,33 +82,6 @@ __device__ __forceinline__ void pdl_wait() {
 #endif
 }
 
-__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned *p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-// A barrier across the whole grid, for persistent kernels whose blocks are all resident at once (the host sizes
-// the grid from the occupancy; bench/cuda-sync.cpp measures what one costs). arrive and gen: two words in global
-// memory, zero before the first use, left ready for the next (the last block resets arrive). The generation is
-// read before arriving, so a last block that arrives and bumps it first cannot be missed; the fences order each
-// block's writes before its arrival, and the reset before the release. Every thread of every block calls it.
-__device__ __forceinline__ void grid_barrier(unsigned *arrive, unsigned *gen) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned g = ld_acquire_gpu(gen);
-    __threadfence();
-    if (atomicAdd(arrive, 1u) == gridDim.x - 1) {
-      *arrive = 0;
-      __threadfence();
-      atomicAdd(gen, 1u);
-    } else {
-      while (ld_acquire_gpu(gen) == g) {
-      }
-    }
-  }
-  __syncthreads();
-}
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll

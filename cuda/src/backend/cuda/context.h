@@ -64,22 +64,6 @@ class Context {
     const CUlaunchConfig cfg{grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream, &attr, 1};
     check(driver().cuLaunchKernelEx(&cfg, f, params, nullptr), "cuLaunchKernelEx");
   }
-  // launch_pdl() as a cooperative launch (cuLaunchCooperativeKernel's guarantee: every block resident at once, or
-  // the launch fails): for persistent kernels with grid barriers (mlp_block.cu), which could otherwise wait
-  // forever for blocks that another stream's kernels keep from being scheduled.
-  template <class... Args>
-  void launch_cooperative(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
-                          const Args &...args) const {
-    void *params[] = {const_cast<void *>(static_cast<const void *>(&args))..., nullptr};
-    CUlaunchAttribute attrs[2]{};
-    attrs[0].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-    attrs[0].value.cooperative = 1;
-    attrs[1].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attrs[1].value.programmaticStreamSerializationAllowed = 1;
-    const CUlaunchConfig cfg{grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream, attrs,
-                             pdl_ ? 2u : 1u};
-    check(driver().cuLaunchKernelEx(&cfg, f, params, nullptr), "cuLaunchKernelEx(cooperative)");
-  }
   bool pdl() const { return pdl_; }
 
   const std::string &name() const { return name_; }

@@ -74,24 +74,6 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   if (const char *e = std::getenv("VT_CUDA_SPLIT_KEYS"))
     split_keys_ = int(std::clamp<int64_t>((std::atoll(e) + kSplitKeys - 1) / kSplitKeys * kSplitKeys, kSplitKeys,
                                           int64_t(1) << 16));
-  // VT_CUDA_GEMV_LOADS (an experiment; the kernels are only in --experiments builds): batch-1 GEMVs with 4 loads
-  // in flight per lane where 8 would leave a one-chunk-at-a-time tail ("4"), with 16 where a lane's chunks
-  // come in rounds of 16 ("16"), or both ("auto"). Absent kernels leave the default.
-  if (const char *e = std::getenv("VT_CUDA_GEMV_LOADS")) {
-    const std::string v = e;
-    loads_short_ = v == "4" || v == "auto", loads_deep_ = v == "16" || v == "auto";
-  }
-  for (int li = 0; li < 2; ++li) {
-    const std::string l = std::string("_m1_l") + (li ? "16" : "4") + early;
-    for (int yf = 0; yf < 2; ++yf)
-      gemv_l_[li][yf] = ctx.find_function("vt_gemv_" + a + "_" + (act == Act::F32 || yf ? "f32" : "bf16") + l);
-    gemv_x32_l_[li] = ctx.find_function("vt_gemv_f32_f32" + l);
-    gemv_swiglu_l_[li] = ctx.find_function("vt_gemv_swiglu_" + a + l);
-  }
-
-  if (act == Act::BF16)
-    for (int pf = 0; pf < 2; ++pf)
-      mlp_block_[pf] = ctx.find_function(std::string("vt_mlp_block_") + (pf ? "f32" : "bf16"));
 
   // The fused-norm forms (the decode step's default; VT_CUDA_FUSED_NORM=0 the null control): when a kernel image
   // lacks them fused_gemv_available() says no and the step uses the separate kernels.
@@ -116,15 +98,9 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   attention_[1] = ctx.function("vt_paged_attention_" + a + "_d8");
   attention_split_[0] = ctx.function("vt_attention_split_" + a + "_d4");
   attention_split_[1] = ctx.function("vt_attention_split_" + a + "_d8");
-  // The rope-folding forms are an experiment (scripts/build-cuda.mjs --experiments): has_attention_rope says
-  // whether this build has them.
-  attention_split_rope_[0] = ctx.find_function("vt_attention_split_rope_" + a + "_d4");
-  attention_split_rope_[1] = ctx.find_function("vt_attention_split_rope_" + a + "_d8");
   if (act == Act::BF16)
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < 3; ++i)
       attention_split_mma_[i] = ctx.function("vt_attention_split_bf16_mma_hd" + std::to_string(64 << i));
-      attention_split_rope_mma_[i] = ctx.find_function("vt_attention_split_rope_bf16_mma_hd" + std::to_string(64 << i));
-    }
   if (act == Act::BF16)
     for (int i = 0; i < 2; ++i) {
       const int32_t hd = 64 << i;
@@ -214,42 +190,10 @@ void Ops::gemv(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, i
   for (int64_t m0 = 0; m0 < M;) {  // each chunk reads w once
     const int lm = gemv_chunk_log2(M - m0);
     const CUdeviceptr xm = x + CUdeviceptr(m0 * K * int64_t(xs)), ym = y + CUdeviceptr(m0 * N * int64_t(ys));
-    CUfunction f = x_f32 ? gemv_x32_[lm] : gemv_[y_f32 ? 1 : 0][lm];
-    if (const int li = lm == 0 && vec ? gemv_loads_variant(K, 1) : -1; li >= 0)
-      if (CUfunction fl = x_f32 ? gemv_x32_l_[li] : gemv_l_[li][y_f32 ? 1 : 0]) f = fl;
+    const CUfunction f = x_f32 ? gemv_x32_[lm] : gemv_[y_f32 ? 1 : 0][lm];
     ctx_.launch_pdl(f, grid, {kGemvThreads}, 0, s, xm, w, bias, ym, k, n, vec);
     m0 += int64_t(1) << lm;
   }
-}
-
-void Ops::mlp_block(CUstream s, CUdeviceptr residual, CUdeviceptr proj, bool proj_f32, int64_t H, CUdeviceptr norm_w,
-                    float eps, CUdeviceptr w_gate_up, int64_t I, CUdeviceptr act, CUdeviceptr w_down,
-                    CUdeviceptr down_bias, CUdeviceptr barrier) {
-  const CUfunction f = mlp_block_[proj_f32 ? 1 : 0];
-  require(f && fits_int(H) && H > 0 && fits_int(I) && I > 0 && barrier, "mlp_block shape (or a build without it)");
-  const unsigned smem = unsigned(H * 2);
-  const int vec_gu = H % 8 == 0 && w_gate_up % 16 == 0, vec_down = I % 8 == 0 && w_down % 16 == 0 && act % 16 == 0;
-  // Every block resident at once (the grid barrier waits for all of them): no more than the occupancy allows,
-  // asked once per kernel and shared-memory size (not at every layer of an eager step).
-  int &per_sm = mlp_block_per_sm_[proj_f32 ? 1 : 0];
-  if (mlp_block_smem_[proj_f32 ? 1 : 0] != smem) {
-    check(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, int(kGemvThreads), smem),
-          "cuOccupancyMaxActiveBlocksPerMultiprocessor(mlp_block)");
-    mlp_block_smem_[proj_f32 ? 1 : 0] = smem;
-  }
-  require(per_sm > 0, "mlp_block: no block fits an SM");
-  const int64_t groups = std::max((I + 7) / 8, (H + 7) / 8);
-  const unsigned grid = unsigned(std::min<int64_t>(groups, int64_t(per_sm) * ctx_.sm_count()));
-  ctx_.launch_cooperative(f, {grid}, {kGemvThreads}, smem, s, residual, proj, norm_w, eps, w_gate_up, act, w_down,
-                          down_bias, int(H), int(I), barrier, vec_gu, vec_down);
-}
-
-int Ops::gemv_loads_variant(int64_t K, int R) const {
-  // A lane's loads per row at batch 1 by default (gemv.cuh: 8 in flight, R rows a warp), over its chunks.
-  const int64_t chunks = K / 8, u = 8 / R;
-  if (loads_short_ && chunks % (32 * u) != 0 && chunks % (32 * u / 2) == 0) return 0;  // no tail at half as many
-  if (loads_deep_ && chunks % (32 * u * 2) == 0) return 1;                            // whole rounds of twice as many
-  return -1;
 }
 
 void Ops::gemv_swiglu(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w_gate_up, int64_t I,
@@ -263,9 +207,7 @@ void Ops::gemv_swiglu(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdevicep
   for (int64_t m0 = 0; m0 < M;) {
     const int lm = gemv_chunk_log2(M - m0);
     const CUdeviceptr xm = x + CUdeviceptr(m0 * K * as), ym = y + CUdeviceptr(m0 * I * as);
-    CUfunction f = gemv_swiglu_[lm];
-    if (const int li = lm == 0 && vec ? gemv_loads_variant(K, 2) : -1; li >= 0 && gemv_swiglu_l_[li])
-      f = gemv_swiglu_l_[li];
+    const CUfunction f = gemv_swiglu_[lm];
     ctx_.launch_pdl(f, grid, {kGemvThreads}, 0, s, xm, w_gate_up, ym, k, i, vec);
     m0 += int64_t(1) << lm;
   }
@@ -462,13 +404,12 @@ size_t Ops::attention_workspace_bytes(int64_t T, int32_t n_heads, int32_t n_kv_h
 void Ops::attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUdeviceptr k_cache, CUdeviceptr v_cache,
                            const DeviceAttentionBatch &b, int64_t T, int32_t n_heads, int32_t n_kv_heads,
                            int32_t head_dim, float scale, int32_t max_keys, CUdeviceptr workspace,
-                           size_t workspace_bytes, CUdeviceptr out, const DecodeRope *rope) {
+                           size_t workspace_bytes, CUdeviceptr out) {
   const long long stride = q_row_stride ? q_row_stride : int64_t(n_heads) * head_dim;
-  const int64_t width = int64_t(n_heads + (rope ? 2 * n_kv_heads : 0)) * head_dim;  // what a q row holds
+  const int64_t width = int64_t(n_heads) * head_dim;  // what a q row holds
   require(n_kv_heads > 0 && n_kv_heads <= 65535 && n_heads % n_kv_heads == 0 && n_heads / n_kv_heads >= 1 &&
               n_heads / n_kv_heads <= 8 && head_dim > 0 && head_dim <= 256 && b.n_seqs > 0 && b.block_size > 0 &&
-              fits_int(T) && stride >= width && max_keys >= 0 &&
-              (!rope || (head_dim % 2 == 0 && has_attention_rope())),
+              fits_int(T) && stride >= width && max_keys >= 0,
           "attention_decode shape");
   if (T == 0) return;
   const int32_t n_splits = attention_splits(T, n_kv_heads, max_keys);
@@ -479,24 +420,16 @@ void Ops::attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUde
   const bool mma = act_ == Act::BF16 && (head_dim == 64 || head_dim == 128 || head_dim == 256) &&
                    (k_cache | v_cache) % 16 == 0;
   const int mi = head_dim == 64 ? 0 : head_dim == 128 ? 1 : 2, si = head_dim <= 128 ? 0 : 1;
-  const CUfunction f = rope ? (mma ? attention_split_rope_mma_[mi] : attention_split_rope_[si])
-                            : (mma ? attention_split_mma_[mi] : attention_split_[si]);
+  const CUfunction f = mma ? attention_split_mma_[mi] : attention_split_[si];
   const int64_t group = n_heads / n_kv_heads;
-  // attention_split.cuh's split_smem_floats, and split_rope_smem_floats after it with rope (kept in step here)
-  int64_t floats = std::max(kSplitWarps * group * (head_dim + 2), group * int64_t(n_splits));
-  if (rope) floats += int64_t(head_dim) * (1 + kSplitWarps) + (group * head_dim * int64_t(act_size(act_)) + 3) / 4;
+  // attention_split.cuh's split_smem_floats (kept in step here)
+  const int64_t floats = std::max(kSplitWarps * group * (head_dim + 2), group * int64_t(n_splits));
   const unsigned shared = unsigned(sizeof(float) * floats);
   const CUdeviceptr tickets = workspace, part_ml = workspace + w.ml, part_acc = workspace + w.acc;
   const Dim3 grid{unsigned(T), unsigned(n_kv_heads), unsigned(n_splits)}, block{unsigned(kSplitWarps * 32)};
-  if (rope)
-    ctx_.launch_pdl(f, grid, block, shared, s, q, stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0, b.block_tables,
-                    b.n_seqs, b.max_blocks_per_seq, b.block_size, n_heads, n_kv_heads, head_dim, scale, n_splits,
-                    tickets, part_ml, part_acc, out, split_keys_, rope->pos, rope->inv_freq, rope->attn_scale,
-                    rope->q_norm, rope->k_norm, rope->eps, rope->slot);
-  else
-    ctx_.launch_pdl(f, grid, block, shared, s, q, stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0, b.block_tables,
-                    b.n_seqs, b.max_blocks_per_seq, b.block_size, n_heads, n_kv_heads, head_dim, scale, n_splits,
-                    tickets, part_ml, part_acc, out, split_keys_);
+  ctx_.launch_pdl(f, grid, block, shared, s, q, stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0, b.block_tables,
+                  b.n_seqs, b.max_blocks_per_seq, b.block_size, n_heads, n_kv_heads, head_dim, scale, n_splits, tickets,
+                  part_ml, part_acc, out, split_keys_);
 }
 
 int32_t Ops::prefill_tiles(const int32_t *seq_q_start_host, int32_t n_seqs, std::vector<int32_t> *tiles,

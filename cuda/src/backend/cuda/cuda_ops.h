@@ -20,15 +20,6 @@ inline size_t act_size(Act a) { return a == Act::F32 ? 4 : 2; }
 inline const char *act_name(Act a) { return a == Act::F32 ? "f32" : "bf16"; }
 
 // cpu::AttentionBatch with the arrays in device memory.
-// The decode step's RoPE + KV store for attention_decode to fold in (rope_store's arguments): see there.
-struct DecodeRope {
-  CUdeviceptr pos, inv_freq;  // (T) int32 positions, (head_dim / 2) fp32
-  float attn_scale;
-  CUdeviceptr q_norm, k_norm;  // (head_dim) fp32, 0: no norm
-  float eps;
-  CUdeviceptr slot;  // (T) int32 cache slots, < 0: padding, nothing stored
-};
-
 struct DeviceAttentionBatch {
   int32_t n_seqs;
   CUdeviceptr seq_q_start;   // (n_seqs + 1) int32
@@ -102,20 +93,6 @@ class Ops {
   // the kernels were found (a build without them uses the separate kernels).
   static int64_t norm_parts(int64_t n) { return (n + 7) / 8; }
   bool fused_gemv_available() const { return fused_; }
-  // Whether this build has the batch-1 GEMVs with 4 / 16 loads in flight per lane (VT_CUDA_GEMV_LOADS=4|16|auto,
-  // an experiment: --experiments builds only; same bits as the default kernels).
-  // The MLP half of a batch-1 decode layer in one persistent launch (mlp_block.cu; an experiment,
-  // VT_CUDA_MLP_BLOCK=1, --experiments builds, bf16 activations). Given the o output in proj, leaves residual,
-  // act and proj (then the down output) bit for bit as add_rmsnorm_res32 (residual += proj; x = rmsnorm(residual)
-  // * norm_w) + gemv_swiglu (act) + gemv (down, into proj) leave them (the normed x stays in shared memory).
-  // proj (H) bf16, or fp32 when proj_f32; barrier: 256 zeroed bytes the caller keeps for it (left zeroed).
-  bool mlp_block_available() const { return mlp_block_[0] != nullptr; }
-  void mlp_block(CUstream s, CUdeviceptr residual, CUdeviceptr proj, bool proj_f32, int64_t H, CUdeviceptr norm_w,
-                 float eps, CUdeviceptr w_gate_up, int64_t I, CUdeviceptr act, CUdeviceptr w_down,
-                 CUdeviceptr down_bias, CUdeviceptr barrier);
-  bool gemv_loads_available() const {
-    return gemv_l_[0][0] && gemv_l_[1][0] && gemv_swiglu_l_[0] && gemv_swiglu_l_[1];
-  }
   // Whether this Ops launches the GEMVs' *_early kernels (gemv.cuh's EARLY: first weight loads before the PDL
   // wait; same results): under PDL unless VT_CUDA_EARLY_LOADS=0 (the null control; bench/RESULTS.md).
   bool early_loads() const { return early_loads_; }
@@ -207,18 +184,10 @@ class Ops {
   static int32_t attention_splits(int sm_count, int64_t T, int32_t n_kv_heads, int32_t max_keys);
   static size_t attention_workspace_bytes(int sm_count, int64_t T, int32_t n_heads, int32_t n_kv_heads,
                                           int32_t head_dim, int32_t max_keys);
-  //   rope (a decode step's rope_store folded in, one launch instead of two): q is then the fused q|k|v buffer
-  //   (rows [q heads | k heads | v heads], q_row_stride apart), unroped; the attention ropes the q heads for
-  //   itself and writes each row's roped k and its v to the caches at slot[row] before reading them, with
-  //   rope_store's rounding, so the result and the caches are bitwise those of rope_store + attention_decode;
-  //   q|k|v is left unchanged. Only when every row is the only row of its sequence (a decode step: no row
-  //   reads a key that another row of the launch writes), and only in builds with the experiments
-  //   (has_attention_rope): slower on the H200 than the two launches (attention_split.cuh).
   void attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUdeviceptr k_cache, CUdeviceptr v_cache,
                         const DeviceAttentionBatch &b, int64_t T, int32_t n_heads, int32_t n_kv_heads,
                         int32_t head_dim, float scale, int32_t max_keys, CUdeviceptr workspace,
-                        size_t workspace_bytes, CUdeviceptr out, const DecodeRope *rope = nullptr);
-  bool has_attention_rope() const { return attention_split_rope_[0] && attention_split_rope_[1]; }
+                        size_t workspace_bytes, CUdeviceptr out);
 
   // Prefill attention on tensor cores (attention_prefill.cuh): attention()'s contract and arguments, for bf16
   // activations and head_dim 64 or 128 only (has_attention_prefill; else call attention()). q rows are
@@ -251,14 +220,7 @@ class Ops {
   void launch_gemv_norm(CUfunction const (&f)[4], CUstream s, CUdeviceptr xw, CUdeviceptr ss_part, int64_t M,
                         int64_t K, float eps, CUdeviceptr w, int64_t N, CUdeviceptr bias, CUdeviceptr y,
                         bool with_bias);
-  // VT_CUDA_GEMV_LOADS: batch-1 kernels with 4 / 16 loads per lane ([0] / [1]; null when the build lacks them)
-  CUfunction gemv_l_[2][2] = {}, gemv_x32_l_[2] = {}, gemv_swiglu_l_[2] = {};  // gemv_l_[variant][y_f32]
-  bool loads_short_ = false, loads_deep_ = false;
-  int split_keys_ = 64;
-  CUfunction mlp_block_[2] = {};  // [proj_f32]
-  int mlp_block_per_sm_[2] = {};  // its occupancy at mlp_block_smem_ bytes of shared memory (0: not asked yet)
-  unsigned mlp_block_smem_[2] = {};  // the shortest decode attention split (attention_split.cuh; VT_CUDA_SPLIT_KEYS)
-  int gemv_loads_variant(int64_t K, int R) const;  // 0: the 4-load kernels, 1: the 16-load ones, -1: the default
+  int split_keys_ = 64;  // the shortest decode attention split (attention_split.cuh; VT_CUDA_SPLIT_KEYS)
   bool early_loads_ = false;
   bool fused_ = false;          // this build carries the fused GEMVs (scripts/build-cuda.mjs --experiments)
   CUfunction gemm_[2][3];       // [y_f32][weight DType]
@@ -266,7 +228,6 @@ class Ops {
   CUfunction attention_[2];     // head_dim <= 128, <= 256
   CUfunction attention_split_[2];           // split-K on CUDA cores: head_dim <= 128, <= 256
   CUfunction attention_split_mma_[3] = {};  // split-K on tensor cores, bf16 activations only: head_dim 64, 128, 256
-  CUfunction attention_split_rope_[2] = {}, attention_split_rope_mma_[3] = {};  // the same with RoPE + KV store
   CUfunction attention_prefill_[2] = {};  // bf16 activations only: head_dim 64, 128
   CUfunction rope_store_, argmax_, sample_, penalties_, top_logprobs_;
 };

@@ -42,30 +42,6 @@ VT_GEMV_ALL_M(bf16, bf16, f32, float)
 VT_GEMV_SWIGLU_ALL_M(f32, float)
 VT_GEMV_SWIGLU_ALL_M(bf16, bf16)
 
-// The batch-1 forms with another number of loads in flight per lane (gemv.cuh's LOADS; an experiment,
-// VT_CUDA_GEMV_LOADS): vt_gemv_<x>_<y>_m1_l<L>[_early] and vt_gemv_swiglu_<act>_m1_l<L>[_early], L = 4 or 16.
-#define VT_GEMV_L_E(XS, X, YS, Y, L, EARLY, SUF)                                                            \
-  extern "C" __global__ void __launch_bounds__(256) vt_gemv_##XS##_##YS##_m1_l##L##SUF(                      \
-      const X *x, const bf16 *w, const float *bias, Y *y, int K, int N, int vec) {                          \
-    gemv_rows<1, 1, X, Y, GemvOut::kStore, EARLY, L>(x, w, bias, y, K, N, vec);                              \
-  }
-#define VT_GEMV_SWIGLU_L_E(XS, X, L, EARLY, SUF)                                                            \
-  extern "C" __global__ void __launch_bounds__(256) vt_gemv_swiglu_##XS##_m1_l##L##SUF(                      \
-      const X *x, const bf16 *w, X *y, int K, int I, int vec) {                                             \
-    gemv_rows<1, 2, X, X, GemvOut::kStore, EARLY, L>(x, w, nullptr, y, K, I, vec);                           \
-  }
-#define VT_GEMV_L(L)                                                                                         \
-  VT_GEMV_L_E(f32, float, f32, float, L, false, ) VT_GEMV_L_E(f32, float, f32, float, L, true, _early)       \
-  VT_GEMV_L_E(bf16, bf16, bf16, bf16, L, false, ) VT_GEMV_L_E(bf16, bf16, bf16, bf16, L, true, _early)       \
-  VT_GEMV_L_E(bf16, bf16, f32, float, L, false, ) VT_GEMV_L_E(bf16, bf16, f32, float, L, true, _early)       \
-  VT_GEMV_SWIGLU_L_E(f32, float, L, false, ) VT_GEMV_SWIGLU_L_E(f32, float, L, true, _early)                 \
-  VT_GEMV_SWIGLU_L_E(bf16, bf16, L, false, ) VT_GEMV_SWIGLU_L_E(bf16, bf16, L, true, _early)
-
-#if VT_CUDA_EXPERIMENTS
-VT_GEMV_L(4)
-VT_GEMV_L(16)
-#endif
-
 #define VT_GEMV_NORM_E(XS, X, M, EARLY, SUF)                                                                \
   extern "C" __global__ void __launch_bounds__(256) vt_gemv_norm_##XS##_m##M##SUF(                           \
       const X *xw, const float *ss_part, float eps, const bf16 *w, const float *bias, X *y, int K, int N,    \

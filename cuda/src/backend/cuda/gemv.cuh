@@ -38,50 +38,64 @@ __device__ __forceinline__ void dot8(const bf16 *x, const float (&wf)[8], float 
   fma8(xf, wf, acc);
 }
 
-// Where a product's activations come from. RowsX: M rows of X in memory (K apart), read through L1, or with
-// L2 through L2 only (the MLP block's act, which other blocks of the launch wrote). ScaledRows: rows of the fused
-// norm's pre-scaled input xw = residual * norm_w (rounded to X, as gemv_warp's kResidualSS left them) and each
-// row's 1 / rms, inv[m] = 1 / sqrt(sum of squares / K + eps) from kResidualSS's per-block partial sums: the
-// product is then inv[m] * (xw · w), applied to the warp's sums (kScaled) so that the inner loop is the plain
-// GEMV's. dot8(m, k, wf, acc): acc += x[m][k .. k+8) · wf; at(m, k): one element (the scalar path).
-template <class X, bool L2 = false>
+// Where a product's activations come from. RowsX: M rows of X in memory (K apart), read through L1. ScaledRows:
+// rows of the fused norm's pre-scaled input xw = residual * norm_w (rounded to X, as gemv_warp's kResidualSS left
+// them) and each row's 1 / rms, inv[m] = 1 / sqrt(sum of squares / K + eps) from kResidualSS's per-block partial
+// sums: the product is then inv[m] * (xw · w), applied to the warp's sums (kScaled) so that the inner loop is the
+// plain GEMV's. dot8(m, k, wf, acc): acc += x[m][k .. k+8) · wf; at(m, k): one element (the scalar path).
+template <class X>
 struct RowsX {
   static constexpr bool kScaled = false;
   const X *__restrict__ x;
   int K;
   __device__ __forceinline__ void dot8(int m, int k, const float (&wf)[8], float &acc) const {
-    const X *p = x + int64_t(m) * K + k;
-    if constexpr (L2) {  // the 16 or 32 bytes through L2, then the same sums
-      alignas(16) X v[8];
-      for (int i = 0; i < int(sizeof v / 16); ++i)
-        reinterpret_cast<uint4 *>(v)[i] = __ldcg(reinterpret_cast<const uint4 *>(p) + i);
-      vtk::dot8(v, wf, acc);
-    } else {
-      vtk::dot8(p, wf, acc);
-    }
+    vtk::dot8(x + int64_t(m) * K + k, wf, acc);
   }
-  __device__ __forceinline__ float at(int m, int k) const {
-    const X *p = x + int64_t(m) * K + k;
-    if constexpr (L2) return ldcg_f32(p);
-    else return to_f32(*p);
-  }
+  __device__ __forceinline__ float at(int m, int k) const { return to_f32(x[int64_t(m) * K + k]); }
 };
 
 template <int M, class X>
 struct ScaledRows : RowsX<X> {
   static constexpr bool kScaled = true;
-  float inv[M];
+  static constexpr int kLoads = 8;       // partials a lane loads at a time, per row
+  static constexpr bool kLate = M <= 2;  // sum them after the product (their registers stay live through it)
+  const float *__restrict__ ss_part;
+  float eps;
+  float first[kLate ? M : 1][kLoads];  // the first round of a lane's partials, loaded by issue() (kLate)
+  float inv[M];            // set by finish(), in issue() or late()
   // inv[m] from the K / 8 (rounded up) partial sums of squares of each row (ss_part[m][p]), summed by each warp
-  // in the same order (lane-strided, then one butterfly), so every warp and every M gets the same bits. The
-  // loads of a row go out kLoads at a time (a dynamic loop of single loads waited out one L2 round trip per
-  // 32 partials: 4 for a hidden size of 1024, 16 for 4096, and measured 6% slower than the norm kernel).
-  __device__ __forceinline__ void load_inv(const float *__restrict__ ss_part, float eps) {
-    constexpr int kLoads = 8;
+  // in the same order (lane-strided, then one butterfly), so every warp and every M gets the same bits. issue()
+  // loads a lane's first kLoads partials of each row (all of them up to a hidden size of 2048); up to two rows
+  // (kLate) it returns then, the warp goes on to the product, and late() sums them (and loads any further rounds)
+  // after it, before inv is used, so the partials' L2 round trip runs under the product's instead of before it.
+  // With more rows the 8 * M registers would stay live through the product: issue() sums at once. (A dynamic loop
+  // of single loads waited out one L2 round trip per 32 partials: measured 6% slower than the norm kernel.)
+  __device__ __forceinline__ void issue() {
+    if constexpr (kLate) {
+      const int lane = threadIdx.x & 31, parts = (this->K + 7) / 8;
+#pragma unroll
+      for (int m = 0; m < M; ++m)
+#pragma unroll
+        for (int u = 0; u < kLoads; ++u)
+          first[m][u] = lane + 32 * u < parts ? ss_part[int64_t(m) * parts + lane + 32 * u] : 0.f;
+    } else {
+      finish();
+    }
+  }
+  __device__ __forceinline__ void late() {
+    if constexpr (kLate) finish();
+  }
+  __device__ __forceinline__ void finish() {
     const int lane = threadIdx.x & 31, K = this->K, parts = (K + 7) / 8;
     float ss[M];
 #pragma unroll
-    for (int m = 0; m < M; ++m) ss[m] = 0.f;
-    for (int q0 = lane; q0 < parts; q0 += 32 * kLoads) {
+    for (int m = 0; m < M; ++m) {
+      ss[m] = 0.f;
+      if constexpr (kLate)
+#pragma unroll
+        for (int u = 0; u < kLoads; ++u) ss[m] += first[m][u];
+    }
+    for (int q0 = kLate ? lane + 32 * kLoads : lane; q0 < parts; q0 += 32 * kLoads) {
       float v[M][kLoads];
 #pragma unroll
       for (int m = 0; m < M; ++m)
@@ -122,27 +136,24 @@ struct NoPrologue {
 // wait of the EARLY forms, the fused norm's partial sums: they then run under the loads' DRAM latency); every
 // thread calls it, so with one (or with kResidualSS's block-wide sum) the warps past the last row stay (reading
 // a valid row, storing nothing). Otherwise they return at once.
-// x: the activations' source (RowsX or ScaledRows), read only after prologue(); a ScaledRows' inv[m] scales the
-// row's sums before the bias.
-// LOADS: 16-byte weight loads in flight per lane (all rows of the warp together); 0 for the default, 8 up to two
-// batch rows and 4 above. The *_l4 / *_l16 entry points (an experiment, VT_CUDA_GEMV_LOADS) take 4 for rows whose
-// chunks would leave a tail at 8 (the tail loop loads one chunk at a time), and 16 for a whole 4096-element row
-// in one round (before the PDL wait in the EARLY forms). Any LOADS sums in the same order: the same bits.
-template <int M, int R, class Y, GemvOut OUT = GemvOut::kStore, int LOADS = 0, class XS, class Prologue = NoPrologue,
+// x: the activations' source (RowsX or ScaledRows), read only after prologue(); a ScaledRows' finish() runs
+// after the product and its inv[m] scales the row's sums before the bias.
+// 16-byte weight loads in flight per lane: 8 (all rows of the warp together) up to two batch rows, 4 above. (4 or
+// 16 at batch 1 measured 0.99-1.01x on both shapes: bench/RESULTS.md session 6.)
+template <int M, int R, class Y, GemvOut OUT = GemvOut::kStore, class XS, class Prologue = NoPrologue,
           class XW = float>
-__device__ __forceinline__ void gemv_warp(const XS &x, const bf16 *__restrict__ w, const float *__restrict__ bias,
+__device__ __forceinline__ void gemv_warp(XS &x, const bf16 *__restrict__ w, const float *__restrict__ bias,
                                           Y *__restrict__ y, int K, int N, int vec,
                                           float *__restrict__ residual = nullptr, Prologue prologue = {},
-                                          float *__restrict__ ss_part = nullptr, int group = -1,
+                                          float *__restrict__ ss_part = nullptr,
                                           const float *__restrict__ next_norm_w = nullptr,
                                           XW *__restrict__ xw = nullptr) {
-  constexpr int U = (LOADS ? LOADS : M <= 2 ? 8 : 4) / R;  // 16-byte weight loads in flight per lane and row
-  static_assert(U >= 1 && U * R == (LOADS ? LOADS : M <= 2 ? 8 : 4), "LOADS must be a multiple of R");
+  constexpr int U = (M <= 2 ? 8 : 4) / R;  // 16-byte weight loads in flight per lane and row
+  static_assert(U >= 1 && U * R == (M <= 2 ? 8 : 4), "loads in flight must be a multiple of R");
   // Every warp stays to the end when the block syncs: for the prologue's and kResidualSS's block-wide steps.
   constexpr bool kStay = !std::is_same_v<Prologue, NoPrologue> || OUT == GemvOut::kResidualSS;
   const int lane = threadIdx.x & 31;
-  // group: which blockDim.x / 32 rows this block computes (blockIdx.x, or a grid-stride loop's index)
-  const int n = (group < 0 ? int(blockIdx.x) : group) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const int n = int(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);  // this warp's output row
   if (!kStay && n >= N) return;
   const bf16 *wr[R];
 #pragma unroll
@@ -205,6 +216,7 @@ __device__ __forceinline__ void gemv_warp(const XS &x, const bf16 *__restrict__ 
       }
   }
 
+  if constexpr (XS::kScaled) x.late();
   const float b = bias && n < N ? bias[n] : 0.f;
   float square = 0.f;  // kResidualSS: lane m's new residual value, squared
 #pragma unroll
@@ -260,7 +272,7 @@ __device__ __forceinline__ void gemv_warp(const XS &x, const bf16 *__restrict__ 
 // kernel's tail keep the memory system busy; unlike the L2 prefetch above, no byte is requested twice. On the
 // H200 at batch 1: +17% on the Qwen3-0.6B shape, +6% on 8B (bench/RESULTS.md). A separate instantiation,
 // because the branch in one kernel raised the plain GEMV from 36 to 56 registers for everyone.
-template <int M, int R, class X, class Y, GemvOut OUT = GemvOut::kStore, bool EARLY = false, int LOADS = 0>
+template <int M, int R, class X, class Y, GemvOut OUT = GemvOut::kStore, bool EARLY = false>
 __device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *__restrict__ w,
                                           const float *__restrict__ bias, Y *__restrict__ y, int K, int N, int vec,
                                           float *__restrict__ residual = nullptr,
@@ -268,21 +280,20 @@ __device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *_
                                           const float *__restrict__ next_norm_w = nullptr,
                                           X *__restrict__ xw = nullptr) {
   pdl_trigger();
-  const RowsX<X> xs{x, K};
+  RowsX<X> xs{x, K};
   if constexpr (EARLY) {
-    gemv_warp<M, R, Y, OUT, LOADS>(xs, w, bias, y, K, N, vec, residual, [] { pdl_wait(); }, ss_part, -1, next_norm_w,
-                                   xw);
+    gemv_warp<M, R, Y, OUT>(xs, w, bias, y, K, N, vec, residual, [] { pdl_wait(); }, ss_part, next_norm_w, xw);
   } else {
     pdl_wait();
-    gemv_warp<M, R, Y, OUT, LOADS>(xs, w, bias, y, K, N, vec, residual, NoPrologue{}, ss_part, -1, next_norm_w, xw);
+    gemv_warp<M, R, Y, OUT>(xs, w, bias, y, K, N, vec, residual, NoPrologue{}, ss_part, next_norm_w, xw);
   }
 }
 
 // The RMSNorm fused into the products around it (the decode step's q|k|v and gate|up; the default at up to 8 rows,
 // VT_CUDA_FUSED_NORM=0 the separate kernels; 1.12x on the Qwen3-8B shape at batch 1): the GEMV before it (o / down,
 // kResidualSS) adds into the residual and leaves each row's sum of squares as per-block partials and the row times the
-// norm weight (xw, rounded to X). Each warp here sums the partials (one L2 read, under its first weight loads' DRAM
-// latency), runs the plain GEMV's loop over xw and scales its sums by 1 / rms: rmsnorm(r) * g · w = inv * ((r * g) ·
+// norm weight (xw, rounded to X). Each warp here loads the partials (one L2 read, issued after its first weight
+// loads and summed after its product: ScaledRows), runs the plain GEMV's loop over xw and scales its sums by 1 / rms: rmsnorm(r) * g · w = inv * ((r * g) ·
 // w). No norm kernel between the products, no block-wide pass, and the inner loop reads 2 bytes of x per element like
 // the plain one (up to rounding: xw is rounded before the scale, the norm kernel's output after it).
 // Earlier forms, measured on the H200 at batch 1 (bench/RESULTS.md, sessions 4-5): the residual normalized as it
@@ -296,10 +307,10 @@ __device__ __forceinline__ void gemv_norm_rows(const X *__restrict__ xw, const f
                                                X *__restrict__ y, int K, int N, int vec) {
   pdl_trigger();
   if constexpr (!EARLY) pdl_wait();
-  ScaledRows<M, X> xs{{xw, K}, {}};
+  ScaledRows<M, X> xs{{xw, K}, ss_part, eps, {}, {}};
   gemv_warp<M, R, X>(xs, w, bias, y, K, N, vec, nullptr, [&] {
     if constexpr (EARLY) pdl_wait();  // the first weight loads are in flight already (gemv_rows' EARLY)
-    xs.load_inv(ss_part, eps);
+    xs.issue();
   });
 }
 

@@ -15,7 +15,7 @@ using namespace vtk;
   extern "C" __global__ void __launch_bounds__(1024) vt_rope_store_##SUFFIX(                                 \
       T *qkv, int n_heads, int n_kv_heads, int head_dim, const int32_t *pos, const float *inv_freq,          \
       float attn_scale, const float *q_norm, const float *k_norm, float eps, const int32_t *slot,             \
-      T *k_cache, T *v_cache) { pdl_trigger(); pdl_wait();                                                                             \
+      T *k_cache, T *v_cache) { pdl_trigger(); /* rope_store_token waits */                                     \
     rope_store_token<T>(qkv, n_heads, n_kv_heads, head_dim, pos, inv_freq, attn_scale, q_norm, k_norm, eps,  \
                         slot, k_cache, v_cache);                                                            \
   }

@@ -78,7 +78,8 @@ __device__ __forceinline__ void rope_token(T *x, int n_heads, int head_dim, int6
   }
 }
 
-// Grid (T, head groups), any block size that is a multiple of 32. The heads of a row, numbered u in
+// Grid (T, head groups), any block size that is a multiple of 32; waits for the previous kernel itself (pdl_wait)
+// after its cos/sin table. The heads of a row, numbered u in
 // [0, n_heads + 2 n_kv_heads) in the qkv layout, are dealt to the warps of the token's blocks: u = (group *
 // n_warps + warp) + k * (groups * n_warps). A block whose heads are all v heads needs no cos/sin table.
 template <class T>
@@ -96,10 +97,11 @@ __device__ __forceinline__ void rope_store_token(T *qkv, int n_heads, int n_kv_h
   const int64_t t = blockIdx.x;
   const int n_rope = n_heads + n_kv_heads, n_units = n_rope + n_kv_heads;
   const int first = blockIdx.y * n_warps, step = gridDim.y * n_warps;
-  if (first < n_rope) {  // the same for the whole block
-    rope_table(pos[t], inv_freq, half, attn_scale, cos_t, sin_t);
-    __syncthreads();
-  }
+  // The table before the PDL wait: pos and inv_freq are the step's inputs, not an earlier kernel's output, and
+  // its double-precision sincos then runs under the q|k|v product.
+  if (first < n_rope) rope_table(pos[t], inv_freq, half, attn_scale, cos_t, sin_t);  // the same for the whole block
+  pdl_wait();
+  if (first < n_rope) __syncthreads();
   T *row = qkv + t * int64_t(n_units) * head_dim;
   const int32_t s = slot[t];
   const int64_t cache_row = int64_t(s) * n_kv_heads * head_dim;  // meaningless when s < 0, then unused

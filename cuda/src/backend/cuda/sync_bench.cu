@@ -13,6 +13,35 @@ using namespace vtk;
 
 namespace {
 
+__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned *p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// A barrier across the whole grid, for persistent kernels whose blocks are all resident at once (the host sizes
+// the grid from the occupancy; bench/cuda-sync.cpp measures what one costs). arrive and gen: two words in global
+// memory, zero before the first use, left ready for the next (the last block resets arrive). The generation is
+// read before arriving, so a last block that arrives and bumps it first cannot be missed; the fences order each
+// block's writes before its arrival, and the reset before the release. Every thread of every block calls it.
+// (It served the MLP block, a persistent kernel shelved at 0.78x in session 6: bench/RESULTS.md.)
+__device__ __forceinline__ void grid_barrier(unsigned *arrive, unsigned *gen) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned g = ld_acquire_gpu(gen);
+    __threadfence();
+    if (atomicAdd(arrive, 1u) == gridDim.x - 1) {
+      *arrive = 0;
+      __threadfence();
+      atomicAdd(gen, 1u);
+    } else {
+      while (ld_acquire_gpu(gen) == g) {
+      }
+    }
+  }
+  __syncthreads();
+}
+
 // One dependent step: block b reads slot (b + 1) mod G of the previous step's values through L2 (another
 // block wrote it) and writes its own slot, plus one.
 __device__ __forceinline__ void step(const float *src, float *dst) {
