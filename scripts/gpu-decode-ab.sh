@@ -8,9 +8,8 @@
 # BATCHES: comma list (default 1,8). VARIANT: "label" or "label:VAR=value,VAR=value" (e.g. "no-norm:VT_CUDA_SKIP=norm"
 # or "no-small:VT_CUDA_SKIP=norm+rope+attn": what those launches cost in the step; "BIN=path" runs another build of
 # bench_cuda_engine, e.g. "base:BIN=.gpu-out/base/bench_cuda_engine" to time a kernel change against the commit
-# before it in the same call; default: the product, the experiments (RoPE in the attention, 4 / 16 GEMV loads
-# per lane, 256-key attention splits, the MLP block, lazy graphs) and the null controls (fused norm off, early
-# loads off, PDL off, graphs off, graph dedup on). JSON per variant in $OUT (else .gpu-out/ab/SHAPE).
+# before it in the same call; default: the product, the experiments (256-key attention splits, lazy graphs) and
+# the null controls (fused norm off, early loads off, PDL off, graphs off, graph dedup on). JSON per variant in $OUT (else .gpu-out/ab/SHAPE).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
