@@ -30,32 +30,13 @@ __device__ __forceinline__ void rope_table(int32_t p, const float *__restrict__ 
   }
 }
 
-// A head's norm weight as a warp holds it: lane l's elements w[k] = ptr[l + 32 k] in registers when head_dim <= 32 *
-// kNormRegs (every head the loader takes in practice), else read from ptr when used. Loaded ahead of use:
-// rope_store loads the first head's before its PDL wait, so that read is not on the path after the q|k|v product.
-constexpr int kNormRegs = 8;
-struct HeadNorm {
-  const float *ptr = nullptr;  // null: no norm
-  bool in_regs = false;
-  float w[kNormRegs];
-};
-__device__ __forceinline__ HeadNorm head_norm(const float *__restrict__ norm_w, int head_dim) {
-  HeadNorm h;
-  h.ptr = norm_w;
-  h.in_regs = norm_w && head_dim <= 32 * kNormRegs;
-  const int lane = threadIdx.x & 31;
-  if (h.in_regs)
-#pragma unroll
-    for (int k = 0; k < kNormRegs; ++k) h.w[k] = lane + 32 * k < head_dim ? norm_w[lane + 32 * k] : 0.f;
-  return h;
-}
-
-// One warp: the head src(head_dim) normed (norm.ptr != nullptr) and rotated, the result written to dst (src
+// One warp: the head src(head_dim) normed (norm_w != nullptr) and rotated, the result written to dst (src
 // itself for in place) and to copy (the cache row), each when not null. head: this warp's head_dim floats of
 // shared memory. The products are fused explicitly so every caller rounds alike.
 template <class T>
 __device__ __forceinline__ void rope_head(const T *src, T *dst, T *copy, float *head, const float *cos_t,
-                                          const float *sin_t, int head_dim, const HeadNorm &norm, float eps) {
+                                          const float *sin_t, int head_dim, const float *__restrict__ norm_w,
+                                          float eps) {
   const int lane = threadIdx.x & 31, half = head_dim / 2;
   float ss = 0.f;
   for (int i = lane; i < head_dim; i += 32) {
@@ -63,15 +44,9 @@ __device__ __forceinline__ void rope_head(const T *src, T *dst, T *copy, float *
     head[i] = e;
     ss = fmaf(e, e, ss);
   }
-  if (norm.ptr) {  // the same for the whole warp
+  if (norm_w) {  // the same for the whole warp
     const float inv = 1.f / sqrtf(warp_sum(ss) / float(head_dim) + eps);
-    if (norm.in_regs) {
-#pragma unroll
-      for (int k = 0; k < kNormRegs; ++k)
-        if (lane + 32 * k < head_dim) head[lane + 32 * k] = head[lane + 32 * k] * inv * norm.w[k];
-    } else {
-      for (int i = lane; i < head_dim; i += 32) head[i] = head[i] * inv * norm.ptr[i];
-    }
+    for (int i = lane; i < head_dim; i += 32) head[i] = head[i] * inv * norm_w[i];
   }
   __syncwarp();
   for (int i = lane; i < half; i += 32) {
@@ -97,10 +72,9 @@ __device__ __forceinline__ void rope_token(T *x, int n_heads, int head_dim, int6
   const int64_t t = blockIdx.x;
   rope_table(pos[t], inv_freq, half, attn_scale, cos_t, sin_t);
   __syncthreads();
-  const HeadNorm norm = head_norm(norm_w, head_dim);
   for (int h = warp; h < n_heads; h += n_warps) {
     T *v = x + t * row_stride + int64_t(h) * head_dim;
-    rope_head(v, v, static_cast<T *>(nullptr), head, cos_t, sin_t, head_dim, norm, eps);
+    rope_head(v, v, static_cast<T *>(nullptr), head, cos_t, sin_t, head_dim, norm_w, eps);
   }
 }
 
@@ -123,24 +97,21 @@ __device__ __forceinline__ void rope_store_token(T *qkv, int n_heads, int n_kv_h
   const int64_t t = blockIdx.x;
   const int n_rope = n_heads + n_kv_heads, n_units = n_rope + n_kv_heads;
   const int first = blockIdx.y * n_warps, step = gridDim.y * n_warps;
-  // Before the PDL wait, what no kernel of the step writes: the table (pos and inv_freq are the step's inputs; its
-  // double-precision sincos then runs under the q|k|v product), the warp's first head's norm weight and the slot.
+  // The table before the PDL wait: pos and inv_freq are the step's inputs, not an earlier kernel's output, and
+  // its double-precision sincos then runs under the q|k|v product.
   if (first < n_rope) rope_table(pos[t], inv_freq, half, attn_scale, cos_t, sin_t);  // the same for the whole block
-  const int u0 = first + warp;
-  auto norm_of = [&](int u) { return head_norm(u < n_heads ? q_norm : u < n_rope ? k_norm : nullptr, head_dim); };
-  const HeadNorm norm0 = norm_of(u0);
-  const int32_t s = slot[t];
   pdl_wait();
   if (first < n_rope) __syncthreads();
   T *row = qkv + t * int64_t(n_units) * head_dim;
+  const int32_t s = slot[t];
   const int64_t cache_row = int64_t(s) * n_kv_heads * head_dim;  // meaningless when s < 0, then unused
   for (int u = first + warp; u < n_units; u += step) {
     T *v = row + int64_t(u) * head_dim;
     if (u < n_heads) {
-      rope_head(v, v, static_cast<T *>(nullptr), head, cos_t, sin_t, head_dim, u == u0 ? norm0 : norm_of(u), eps);
+      rope_head(v, v, static_cast<T *>(nullptr), head, cos_t, sin_t, head_dim, q_norm, eps);
     } else if (u < n_rope) {
       T *copy = s >= 0 ? k_cache + cache_row + int64_t(u - n_heads) * head_dim : nullptr;
-      rope_head(v, v, copy, head, cos_t, sin_t, head_dim, u == u0 ? norm0 : norm_of(u), eps);
+      rope_head(v, v, copy, head, cos_t, sin_t, head_dim, k_norm, eps);
     } else if (s >= 0) {
       T *dst = v_cache + cache_row + int64_t(u - n_rope) * head_dim;
       for (int i = lane; i < head_dim; i += 32) dst[i] = v[i];
