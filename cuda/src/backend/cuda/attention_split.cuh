@@ -184,28 +184,9 @@ __device__ __forceinline__ void attention_split(const T *__restrict__ q, int64_t
   __syncthreads();
   if (!s_last) return;
 
-  // The merge reads what the other blocks wrote (through L2, __ldcg): each split's (m, l), to weigh the splits,
-  // and their partial outputs. Neither needs the other, so each thread's first batch of partials (its columns
-  // threadIdx.x + c * blockDim.x, c < kCols, a column past the end repeating the last one; splits 0 .. kSplitBatch)
-  // is loaded before the weights are computed: one L2 round trip for both. Each thread loads 8 splits of 4 columns
-  // before using any, so 32 L2 reads are in flight rather than one.
-  constexpr int kCols = 4, kSplitBatch = 8;
-  const int n_cols = G * hd;
-  auto load_batch = [&](int i0, int s0, float (&v)[kCols][kSplitBatch]) {
-#pragma unroll
-    for (int c = 0; c < kCols; ++c) {
-      const int i = min(i0 + c * int(blockDim.x), n_cols - 1);
-      const int g = i / hd, d = i - g * hd;
-      const float *src = part_acc + (head0 + g) * n_splits * hd + d;
-#pragma unroll
-      for (int j = 0; j < kSplitBatch; ++j) v[c][j] = s0 + j < n_active ? __ldcg(src + int64_t(s0 + j) * hd) : 0.f;
-    }
-  };
-  float first[kCols][kSplitBatch];
-  if (int(threadIdx.x) < n_cols) load_batch(threadIdx.x, 0, first);
-
   // Weights of the splits per head (shared memory (G, n_active), the warp states no longer needed): lane i
-  // holds splits i, i + 32, ... (n_active <= kMaxSplits = 32 * 8).
+  // holds splits i, i + 32, ... (n_active <= kMaxSplits = 32 * 8). Partials are read through L2 (__ldcg): they
+  // were written by other SMs during this launch.
   float *s_w = smem;
   for (int g = warp; g < G; g += kSplitWarps) {
     const float *ml = part_ml + 2 * (head0 + g) * n_splits;
@@ -232,26 +213,28 @@ __device__ __forceinline__ void attention_split(const T *__restrict__ q, int64_t
   }
   __syncthreads();
 
-  // out = sum over splits, in split order, of weight * acc.
+  // out = sum over splits, in split order, of weight * acc. Each thread takes 4 columns at once and loads 8
+  // splits of each before using any, so 32 L2 reads are in flight rather than one.
+  constexpr int kCols = 4, kSplitBatch = 8;
+  const int n_cols = G * hd;
   for (int i0 = threadIdx.x; i0 < n_cols; i0 += kCols * blockDim.x) {
+    const float *src[kCols];
     const float *wt[kCols];
     float a[kCols];
 #pragma unroll
     for (int c = 0; c < kCols; ++c) {
-      const int i = min(i0 + c * int(blockDim.x), n_cols - 1);
-      wt[c] = s_w + (i / hd) * n_active;
+      const int i = min(i0 + c * int(blockDim.x), n_cols - 1);  // a column past the end repeats the last one
+      const int g = i / hd, d = i - g * hd;
+      src[c] = part_acc + (head0 + g) * n_splits * hd + d;
+      wt[c] = s_w + g * n_active;
       a[c] = 0.f;
     }
     for (int s0 = 0; s0 < n_active; s0 += kSplitBatch) {
       float v[kCols][kSplitBatch];
-      if (i0 == int(threadIdx.x) && s0 == 0) {
 #pragma unroll
-        for (int c = 0; c < kCols; ++c)
+      for (int c = 0; c < kCols; ++c)
 #pragma unroll
-          for (int j = 0; j < kSplitBatch; ++j) v[c][j] = first[c][j];
-      } else {
-        load_batch(i0, s0, v);
-      }
+        for (int j = 0; j < kSplitBatch; ++j) v[c][j] = s0 + j < n_active ? __ldcg(src[c] + int64_t(s0 + j) * hd) : 0.f;
 #pragma unroll
       for (int c = 0; c < kCols; ++c)
 #pragma unroll
