@@ -114,12 +114,15 @@ struct ScaledRows : RowsX<X> {
 
 // How a warp's sums leave the kernel:
 //   kStore:    y[m][n] = dot + bias, rounded to Y (or silu(gate) * up for R = 2);
-//   kResidualSS: residual[m][n] += (dot + bias) rounded to Y: the sublayer output as the unfused path stores it,
+//   kResidual: residual[m][n] += (dot + bias) rounded to Y: the sublayer output as the unfused path stores it,
 //              added to the fp32 residual stream as add_rmsnorm_row does, so the fused o_proj / down_proj
-//              leave the same bits in the residual (Y only names the rounding); and each block writes the sum of
-//              squares of its (8) new residual values per row m to ss_part[m * gridDim.x + blockIdx.x], and
-//              xw[m][n] = new value * next_norm_w[n] rounded to XW: what the next product's ScaledRows reads.
-enum class GemvOut { kStore, kResidualSS };
+//              leave the same bits in the residual (y is the fp32 residual; Y only names the rounding);
+//   kResidualSS: kResidual, and each block writes the sum of squares of its (8) new residual values per row m
+//              to ss_part[m * gridDim.x + blockIdx.x], and xw[m][n] = new value * next_norm_w[n] rounded to XW:
+//              what the next product's ScaledRows reads;
+//   kAddThenStore: residual[m][n] += y[m][n] (the previous sublayer's output, still in y), then y[m][n] = the
+//              product rounded to Y: what add_rmsnorm_res32's add and then a kStore leave (the MLP block).
+enum class GemvOut { kStore, kResidual, kResidualSS, kAddThenStore };
 
 struct NoPrologue {
   __device__ void operator()() const {}
@@ -152,10 +155,6 @@ __device__ __forceinline__ void gemv_warp(XS &x, const bf16 *__restrict__ w, con
   const int lane = threadIdx.x & 31;
   const int n = int(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);  // this warp's output row
   if (!kStay && n >= N) return;
-  // The epilogue's weights, read now (before the PDL wait in the EARLY forms) rather than after the product.
-  const float b = bias && n < N ? bias[n] : 0.f;
-  float next_g = 0.f;
-  if constexpr (OUT == GemvOut::kResidualSS) next_g = n < N ? next_norm_w[n] : 0.f;
   const bf16 *wr[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) wr[r] = w + (int64_t(min(n, N - 1)) + int64_t(r) * N) * K;
@@ -165,13 +164,6 @@ __device__ __forceinline__ void gemv_warp(XS &x, const bf16 *__restrict__ w, con
 #pragma unroll
     for (int m = 0; m < M; ++m) acc[r][m] = 0.f;
 
-  // kResidualSS: lane m's residual value of row m, read right after the prologue (an earlier kernel of the step
-  // wrote it), so its L2 round trip runs under the product's.
-  float res_own = 0.f;
-  auto res_load = [&] {
-    if constexpr (OUT == GemvOut::kResidualSS)
-      if (lane < M && n < N) res_own = residual[int64_t(lane) * N + n];
-  };
   if (vec) {
     const int chunks = K / 8;  // 16-byte chunks per row
     int c = lane;
@@ -184,7 +176,6 @@ __device__ __forceinline__ void gemv_warp(XS &x, const bf16 *__restrict__ w, con
 #pragma unroll
         for (int u = 0; u < U; ++u) wv[r][u] = load_stream(reinterpret_cast<const uint4 *>(wr[r]) + c + 32 * u);
     prologue();
-    res_load();
     while (full) {
 #pragma unroll
       for (int u = 0; u < U; ++u) {
@@ -216,7 +207,6 @@ __device__ __forceinline__ void gemv_warp(XS &x, const bf16 *__restrict__ w, con
     }
   } else {
     prologue();
-    res_load();
     for (int k = lane; k < K; k += 32)
 #pragma unroll
       for (int r = 0; r < R; ++r) {
@@ -227,6 +217,7 @@ __device__ __forceinline__ void gemv_warp(XS &x, const bf16 *__restrict__ w, con
   }
 
   if constexpr (XS::kScaled) x.late();
+  const float b = bias && n < N ? bias[n] : 0.f;
   float square = 0.f;  // kResidualSS: lane m's new residual value, squared
 #pragma unroll
   for (int m = 0; m < M; ++m) {
@@ -237,11 +228,17 @@ __device__ __forceinline__ void gemv_warp(XS &x, const bf16 *__restrict__ w, con
       if constexpr (XS::kScaled) s[r] *= x.inv[m];
     }
     if (lane == m && n < N) {
-      if constexpr (OUT == GemvOut::kResidualSS) {
-        const float v = res_own + to_f32(from_f32<Y>(s[0] + b));
-        residual[int64_t(m) * N + n] = v;
+      if constexpr (OUT == GemvOut::kAddThenStore) {
+        Y &out = y[int64_t(m) * N + n];
+        float &res = residual[int64_t(m) * N + n];
+        res = res + to_f32(out);
+        out = from_f32<Y>(s[0] + b);
+      } else if constexpr (OUT != GemvOut::kStore) {
+        float &res = residual[int64_t(m) * N + n];
+        const float v = res + to_f32(from_f32<Y>(s[0] + b));
+        res = v;
         square = v * v;
-        xw[int64_t(m) * N + n] = from_f32<XW>(v * next_g);
+        if constexpr (OUT == GemvOut::kResidualSS) xw[int64_t(m) * N + n] = from_f32<XW>(v * next_norm_w[n]);
       } else if constexpr (R == 1) {
         y[int64_t(m) * N + n] = from_f32<Y>(s[0] + b);
       } else {
