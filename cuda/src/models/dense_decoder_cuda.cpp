@@ -151,6 +151,12 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
                            "results are wrong\n", e);
   }
   if (const char *e = std::getenv("VT_CUDA_GRAPHS_LAZY")) graphs_lazy_ = e[0] == '1';
+  if (const char *e = std::getenv("VT_CUDA_REPLAY")) {
+    replays_ = std::clamp(std::atoi(e), 1, 16);
+    if (replays_ > 1)
+      std::fprintf(stderr, "vtengine: VT_CUDA_REPLAY=%d runs each captured decode step %d times: for timing only\n",
+                   replays_, replays_);
+  }
   // Sampled rows are picked on the GPU; VT_CUDA_SAMPLE=0 sends their logits to the host sampler instead.
   if (const char *e = std::getenv("VT_CUDA_SAMPLE")) sample_on_device_ = e[0] != '0';
   if (c_.vocab_size > cuda::Ops::kSampleMaxVocab) sample_on_device_ = false;
@@ -451,7 +457,7 @@ void CudaDecoder::forward(const ForwardBatch &b) {
     if (!graphs_.has(bucket))  // VT_CUDA_GRAPHS_LAZY=1: this bucket's first step captures it
       graphs_.add(*ctx_, stream_->get(), bucket, p_.graph_dedup, [&](int32_t B) { record_step(B); });
     stage(b, bucket);
-    graphs_.launch(bucket, stream_->get());
+    for (int i = 0; i < replays_; ++i) graphs_.launch(bucket, stream_->get());
     graph_rows_ = T, head_rows_ = T;
     return;
   }

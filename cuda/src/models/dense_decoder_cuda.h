@@ -159,6 +159,10 @@ class CudaDecoder : public Decoder {
   // decode step that needs it, so the load is shorter (H200, 0.6B shape: load -> first token 151-174 ms against
   // 206-210 ms; 8B unchanged; decode unchanged) and an engine that decodes one sequence at a time holds one graph.
   bool graphs_lazy_ = false;
+  // VT_CUDA_REPLAY=N (timing only): each captured decode step's graph is launched N times in a row. A step's graph
+  // is idempotent (it starts from the embedding, writes the same cache rows and outputs each time), so results do not
+  // change, and (time at N = 2) - (time at N = 1) is the GPU time of a step without the host's share between steps.
+  int replays_ = 1;
   // The fused norm (default; VT_CUDA_FUSED_NORM=0 is its null control): steps of up to gemv_rows_max() rows add each
   // sublayer's output into the residual in the epilogue of its product (o / down: Ops::gemv_residual, which also leaves
   // the rows' partial sums of squares in norm_ss_ and the rows times the next norm's weight in normed_) and scale the

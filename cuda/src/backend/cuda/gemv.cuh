@@ -114,15 +114,12 @@ struct ScaledRows : RowsX<X> {
 
 // How a warp's sums leave the kernel:
 //   kStore:    y[m][n] = dot + bias, rounded to Y (or silu(gate) * up for R = 2);
-//   kResidual: residual[m][n] += (dot + bias) rounded to Y: the sublayer output as the unfused path stores it,
+//   kResidualSS: residual[m][n] += (dot + bias) rounded to Y: the sublayer output as the unfused path stores it,
 //              added to the fp32 residual stream as add_rmsnorm_row does, so the fused o_proj / down_proj
-//              leave the same bits in the residual (y is the fp32 residual; Y only names the rounding);
-//   kResidualSS: kResidual, and each block writes the sum of squares of its (8) new residual values per row m
-//              to ss_part[m * gridDim.x + blockIdx.x], and xw[m][n] = new value * next_norm_w[n] rounded to XW:
-//              what the next product's ScaledRows reads;
-//   kAddThenStore: residual[m][n] += y[m][n] (the previous sublayer's output, still in y), then y[m][n] = the
-//              product rounded to Y: what add_rmsnorm_res32's add and then a kStore leave (the MLP block).
-enum class GemvOut { kStore, kResidual, kResidualSS, kAddThenStore };
+//              leave the same bits in the residual (Y only names the rounding); and each block writes the sum of
+//              squares of its (8) new residual values per row m to ss_part[m * gridDim.x + blockIdx.x], and
+//              xw[m][n] = new value * next_norm_w[n] rounded to XW: what the next product's ScaledRows reads.
+enum class GemvOut { kStore, kResidualSS };
 
 struct NoPrologue {
   __device__ void operator()() const {}
@@ -228,17 +225,12 @@ __device__ __forceinline__ void gemv_warp(XS &x, const bf16 *__restrict__ w, con
       if constexpr (XS::kScaled) s[r] *= x.inv[m];
     }
     if (lane == m && n < N) {
-      if constexpr (OUT == GemvOut::kAddThenStore) {
-        Y &out = y[int64_t(m) * N + n];
-        float &res = residual[int64_t(m) * N + n];
-        res = res + to_f32(out);
-        out = from_f32<Y>(s[0] + b);
-      } else if constexpr (OUT != GemvOut::kStore) {
+      if constexpr (OUT == GemvOut::kResidualSS) {
         float &res = residual[int64_t(m) * N + n];
         const float v = res + to_f32(from_f32<Y>(s[0] + b));
         res = v;
         square = v * v;
-        if constexpr (OUT == GemvOut::kResidualSS) xw[int64_t(m) * N + n] = from_f32<XW>(v * next_norm_w[n]);
+        xw[int64_t(m) * N + n] = from_f32<XW>(v * next_norm_w[n]);
       } else if constexpr (R == 1) {
         y[int64_t(m) * N + n] = from_f32<Y>(s[0] + b);
       } else {
