@@ -420,6 +420,8 @@ void CudaDecoder::head(CUdeviceptr rows, int32_t n, bool with_argmax) {
   if (blas_ && n > gemv_rows_max() && lm_head_.dtype == DType::BF16) {
     ops_->embed(s, final_, DType::F32, H, rows, n, last_act_, /*out_f32=*/false);
     blas_->matmul(s, last_act_, n, H, lm_head_.ptr, V, logits_, /*y_f32=*/true);
+  } else if (rows == iota_.ptr()) {  // a captured step's rows 0 .. n - 1: the gather would copy final_ as it is
+    linear(final_, n, lm_head_, 0, logits_, /*y_f32=*/true, /*x_f32=*/true);
   } else {
     ops_->embed(s, final_, DType::F32, H, rows, n, last_, /*out_f32=*/true);
     linear(last_, n, lm_head_, 0, logits_, /*y_f32=*/true, /*x_f32=*/true);
