@@ -13,8 +13,10 @@
 // Every measurement runs --runs times (prefill then decode in one loaded engine, after one untimed warm-up each;
 // load in engines of their own, after it) and reports the median, min and max.
 //
-//   bench_cuda_engine --model DIR [--runs 3] [--dtype bfloat16|float32] [--graphs on|off] [--dedup on|off] [--json FILE]
-//   (--dedup on: CUDA-graph buckets share executables; compare graphs_count / graphs_bytes with the default run)
+//   bench_cuda_engine --model DIR [--runs 3] [--dtype bfloat16|float32] [--graphs on|off] [--dedup on|off]
+//                     [--capture load|first-use] [--json FILE]
+//   (--dedup on: CUDA-graph buckets share executables; compare graphs_count / graphs_bytes with the default run;
+//   --capture first-use: each bucket captured by its first decode step, cudaGraphs.capture)
 //                     [--only decode,prefill,load] [--batches 1,8,32,128] [--prefill 512,2048,8192]
 //
 // Built by `scripts/gpu-check.sh prepare` into .gpu-out/bench_cuda_engine; run by scripts/gpu-bench.sh on the GPU
@@ -132,7 +134,7 @@ bool run_requests(vt_engine *e, Trace &t, const std::vector<std::vector<int32_t>
 struct Options {
   std::string model, json_path, dtype = "bfloat16", device = "cuda";
   int runs = 3;
-  bool graphs = true, dedup = false, decode = true, prefill = true, load = true;
+  bool graphs = true, dedup = false, first_use = false, decode = true, prefill = true, load = true;
   std::vector<int> batches{1, 8, 32, 128}, prefills{512, 2048, 8192};
 };
 
@@ -342,7 +344,7 @@ struct Bench {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: bench_cuda_engine --model DIR [--runs 3] [--dtype bfloat16|float32] [--graphs on|off] [--dedup on|off] [--json FILE]\n"
+               "usage: bench_cuda_engine --model DIR [--runs 3] [--dtype bfloat16|float32] [--graphs on|off] [--dedup on|off] [--capture load|first-use] [--json FILE]\n"
                "                         [--only decode,prefill,load] [--batches 1,8,32,128] [--prefill 512,2048,8192]\n"
                "                         [--device cuda|cpu]   (cpu: to check this harness on a machine without a GPU)\n");
   return 64;
@@ -366,6 +368,8 @@ int main(int argc, char **argv) {
     else if (a == "--device" && (!std::strcmp(v, "cuda") || !std::strcmp(v, "cpu"))) o.device = v;  // cpu: checks this harness without a GPU
     else if (a == "--graphs" && (!std::strcmp(v, "on") || !std::strcmp(v, "off"))) o.graphs = !std::strcmp(v, "on");
     else if (a == "--dedup" && (!std::strcmp(v, "on") || !std::strcmp(v, "off"))) o.dedup = !std::strcmp(v, "on");
+    else if (a == "--capture" && (!std::strcmp(v, "load") || !std::strcmp(v, "first-use")))
+      o.first_use = !std::strcmp(v, "first-use");
     else if (a == "--batches" && !(o.batches = int_list(v)).empty()) {}
     else if (a == "--prefill" && !(o.prefills = int_list(v)).empty()) {}
     else if (a == "--only") {
@@ -391,6 +395,7 @@ int main(int argc, char **argv) {
   p.max_batch_tokens = max_prefill;
   p.cuda_graphs.enabled = o.graphs ? 1 : 0;
   p.cuda_graphs.dedup = o.dedup ? 1 : 0;
+  p.cuda_graphs.first_use = o.first_use ? 1 : 0;
   // The KV pool: every decode request's prompt + new tokens in whole blocks (one spare block each), or one
   // max_context sequence, whichever is more. The bytes per token come from the engine's own plan.
   vt_memory_estimate est{};
@@ -415,6 +420,7 @@ int main(int argc, char **argv) {
   out["dtype"] = o.dtype;
   out["graphs"] = o.graphs;
   out["graphs_dedup"] = o.dedup;
+  out["graphs_capture"] = o.first_use ? "first-use" : "load";
   out["workload"] = {{"prompt", kPrompt}, {"new_tokens", kNew}, {"seed", kSeed}, {"ids_below", 1000}, {"runs", o.runs},
                      {"batches", o.batches}, {"prefill", o.prefills}};
   const std::vector<int32_t> head = prompt_ids(kSeed, 0, kPrompt);

@@ -14,7 +14,7 @@ int32_t int_field(Napi::Env env, Napi::Object o, const char *key) {
   return v.As<Napi::Number>().Int32Value();
 }
 
-// cudaGraphs as load-options.ts shapes it ({ enabled: -1 | 0 | 1, maxBatch, buckets, dedup }). Whatever is absent
+// cudaGraphs as load-options.ts shapes it ({ enabled: -1 | 0 | 1, maxBatch, buckets, dedup, firstUse }). Whatever is absent
 // keeps vt_engine_default_params()'s value, so the default stays "on"; the ranges are checked by plan_memory.
 void cuda_graphs_from(Napi::Env env, Napi::Value v, vt_cuda_graphs *g) {
   if (v.IsUndefined()) return;
@@ -39,6 +39,10 @@ void cuda_graphs_from(Napi::Env env, Napi::Value v, vt_cuda_graphs *g) {
   Napi::Value dedup = o.Get("dedup");
   if (!dedup.IsUndefined() && !dedup.IsBoolean()) throw code_error(env, "ERR_INVALID_OPTION", "cudaGraphs.dedup must be a boolean");
   g->dedup = dedup.IsBoolean() && dedup.As<Napi::Boolean>().Value() ? 1 : 0;
+  Napi::Value first_use = o.Get("firstUse");
+  if (!first_use.IsUndefined() && !first_use.IsBoolean())
+    throw code_error(env, "ERR_INVALID_OPTION", "cudaGraphs.firstUse must be a boolean");
+  g->first_use = first_use.IsBoolean() && first_use.As<Napi::Boolean>().Value() ? 1 : 0;
 }
 }  // namespace
 

@@ -99,14 +99,14 @@ run() {
   # The golden check: every fixture through the engine on the GPU (fp32 activations: the CPU's tolerances;
   # bf16: issue 4's), each with a batching check. Run from the root: it reads test/fixtures.
   # float32 and bfloat16 with CUDA graphs (the default), float32 without them (the eager launch path), float32
-  # with each graph captured by the first step that needs it (VT_CUDA_GRAPHS_LAZY=1), and bfloat16 with the norms
+  # with each graph captured by the first step that needs it (cudaGraphs.capture 'first-use'), and bfloat16 with the norms
   # as separate kernels (VT_CUDA_FUSED_NORM=0, the fused norm's null control).
   local golden_rc=0 g modes=(float32 bfloat16 float32-nographs float32-lazygraphs bfloat16-unfused)
   for g in "${modes[@]}"; do
     t0=$SECONDS
     local gargs=(--dtype "${g%%-*}") genv=()
     [ "$g" = float32-nographs ] && gargs+=(--graphs off)
-    [ "$g" = float32-lazygraphs ] && genv=(VT_CUDA_GRAPHS_LAZY=1)
+    [ "$g" = float32-lazygraphs ] && gargs+=(--capture first-use)
     [ "$g" = bfloat16-unfused ] && genv=(VT_CUDA_FUSED_NORM=0)
     (cd "$root" && env "${genv[@]}" timeout 120 "$out/golden_cuda" --device cuda "${gargs[@]}") > "$logs/golden_$g.log" 2>&1
     local rc=$?

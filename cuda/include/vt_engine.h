@@ -66,6 +66,8 @@ typedef struct vt_cuda_graphs {
   int32_t buckets[32];  /* ascending batch sizes, each 1 .. max_seqs */
   int32_t dedup;        /* 1: buckets whose graphs differ only in launch sizes share one executable
                            (cuGraphExecUpdate before a replay switches buckets); 0 = off (default) */
+  int32_t first_use;    /* 1: capture each bucket's graph at its first decode step instead of at load (a shorter
+                           load; buckets never used hold no graph); 0 = at load (default) */
 } vt_cuda_graphs;
 
 typedef struct vt_engine_params {

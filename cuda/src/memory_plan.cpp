@@ -27,6 +27,7 @@ std::vector<int32_t> plan_graph_buckets(const vt_cuda_graphs &g, int32_t max_seq
   check_option(g.n_buckets >= 0 && g.n_buckets <= kGraphBucketsCap,
                "cudaGraphs.buckets holds 0 (default) to " + std::to_string(kGraphBucketsCap) + " batch sizes");
   check_option(g.dedup == 0 || g.dedup == 1, "cudaGraphs.dedup must be 0 or 1");
+  check_option(g.first_use == 0 || g.first_use == 1, "cudaGraphs.first_use must be 0 (capture at load) or 1 (at first use)");
   for (int32_t i = 0; i < g.n_buckets; ++i) {
     const int32_t b = g.buckets[i];
     check_option(b >= 1 && b <= max_seqs, "cudaGraphs.buckets[" + std::to_string(i) + "] is " + std::to_string(b) +
@@ -68,6 +69,7 @@ CudaDecoderParams cuda_decoder_params(const MemoryPlan &m, const vt_engine_param
   cp.max_context = m.max_context;
   cp.graph_buckets = m.graph_buckets;  // empty when cudaGraphs is off
   cp.graph_dedup = m.graph_dedup;
+  cp.graph_first_use = m.graph_first_use;
   return cp;
 }
 
@@ -104,6 +106,7 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
   m.n_threads = p.n_threads > 0 ? p.n_threads : int32_t(std::max(1u, std::thread::hardware_concurrency()));
   m.graph_buckets = plan_graph_buckets(p.cuda_graphs, m.max_seqs);
   m.graph_dedup = p.cuda_graphs.dedup == 1;
+  m.graph_first_use = p.cuda_graphs.first_use == 1;
 
   m.cuda = uses_cuda(p);
   // The CPU's KV cache is fp32; the GPU's is in the activation type (bf16 unless float32 was asked for).

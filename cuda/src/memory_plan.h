@@ -29,6 +29,7 @@ struct MemoryPlan {
   // whatever the device (the plan is made before the backend is chosen); the CPU backend ignores it.
   std::vector<int32_t> graph_buckets;
   bool graph_dedup = false;     // buckets share executables through cuGraphExecUpdate (vt_cuda_graphs.dedup)
+  bool graph_first_use = false;  // each bucket captured by its first decode step (vt_cuda_graphs.first_use)
 };
 
 // The default CUDA-graph buckets for a largest batch: the powers of two up to it, and it when it is not one.

@@ -57,6 +57,14 @@ export interface CudaGraphsOptions {
    * update on every bucket switch. Default `false`, until it is measured to save memory worth that cost.
    */
   dedup?: boolean;
+  /**
+   * When each bucket's graph is captured: `'load'` (the default) captures every bucket during `Engine.load`, so the
+   * first decode step of every batch size runs at full speed; `'first-use'` captures a bucket during the first decode
+   * step that needs it, so the load is shorter (on an H200, the Qwen3-0.6B shape's load to first token took 151-174
+   * ms against 206-210 ms) and an engine that only ever decodes a few batch sizes holds only their graphs, while
+   * that first step of each batch size pays its capture (tens of milliseconds). Decode speed is the same either way.
+   */
+  capture?: 'load' | 'first-use';
 }
 
 /** Options of `Engine.load`. Every field is optional; an unknown field is an error, so a typo is caught. */
@@ -120,7 +128,7 @@ const KNOWN_KEYS: readonly (keyof LoadOptions)[] = [
   'signal',
 ];
 
-const CUDA_GRAPHS_KEYS: readonly (keyof CudaGraphsOptions)[] = ['enabled', 'maxBatch', 'buckets', 'dedup'];
+const CUDA_GRAPHS_KEYS: readonly (keyof CudaGraphsOptions)[] = ['enabled', 'maxBatch', 'buckets', 'dedup', 'capture'];
 
 /** vt_cuda_graphs' bounds (vt_engine.h): the largest batch captured, and the room for buckets. */
 const CUDA_GRAPHS_MAX_BATCH = 4096;
@@ -167,12 +175,13 @@ function gpuMemoryUtilizationOption(value: unknown, kvCacheBytes: unknown): numb
 
 /** `cudaGraphs` → vt_cuda_graphs' fields (0 / empty = the engine's default); `maxSeqs` as given, if it was. */
 function cudaGraphsOption(value: unknown, maxSeqs: number | undefined): NativeCudaGraphs {
-  const defaults: NativeCudaGraphs = { enabled: -1, maxBatch: 0, buckets: [], dedup: false };
+  const defaults: NativeCudaGraphs = { enabled: -1, maxBatch: 0, buckets: [], dedup: false, firstUse: false };
   if (value === undefined || value === true) return defaults;
   if (value === false) return { ...defaults, enabled: 0 };
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new InvalidOptionError(
-      `Option "cudaGraphs" must be a boolean or an object { enabled?, maxBatch?, buckets?, dedup? }, got ${show(value)}.`,
+      'Option "cudaGraphs" must be a boolean or an object { enabled?, maxBatch?, buckets?, dedup?, capture? }, ' +
+        `got ${show(value)}.`,
     );
   }
   const o = value as Record<string, unknown>;
@@ -181,6 +190,9 @@ function cudaGraphsOption(value: unknown, maxSeqs: number | undefined): NativeCu
   const maxBatch = integerOption('cudaGraphs.maxBatch', o.maxBatch, 1, CUDA_GRAPHS_MAX_BATCH);
   const buckets = bucketsOption(o.buckets, maxSeqs);
   const dedup = booleanOption('cudaGraphs.dedup', o.dedup);
+  if (o.capture !== undefined && o.capture !== 'load' && o.capture !== 'first-use') {
+    throw new InvalidOptionError(`Option "cudaGraphs.capture" must be 'load' or 'first-use', got ${show(o.capture)}.`);
+  }
   const largest = buckets?.[buckets.length - 1];
   if (maxBatch !== undefined && largest !== undefined && maxBatch < largest) {
     throw new InvalidOptionError(
@@ -193,6 +205,7 @@ function cudaGraphsOption(value: unknown, maxSeqs: number | undefined): NativeCu
     maxBatch: maxBatch ?? 0,
     buckets: buckets ?? [],
     dedup: dedup ?? false,
+    firstUse: o.capture === 'first-use',
   };
 }
 

@@ -26,6 +26,7 @@ export interface NativeCudaGraphs {
   maxBatch: number; // 0 = default
   buckets: number[]; // empty = default
   dedup: boolean;
+  firstUse: boolean; // capture: 'first-use'
 }
 
 /** @internal */

@@ -19,8 +19,9 @@
 // ids of the first (they share the CUDA context: one's graph captures must survive the other's work).
 //
 //   golden_cuda [--device cpu|cuda|auto] [--dtype float32|bfloat16] [--fixtures DIR] [--only NAME] [--requests N]
-//               [--graphs on|off]
-// (--only: that fixture alone, e.g. for a compute-sanitizer run; --graphs off: no CUDA graphs for decode)
+//               [--graphs on|off] [--capture load|first-use]
+// (--only: that fixture alone, e.g. for a compute-sanitizer run; --graphs off: no CUDA graphs for decode;
+// --capture first-use: each graph captured by the first decode step that needs it, cudaGraphs.capture)
 // Exit code 0 when every check passed; 2 when --device cuda finds no GPU (ERR_NO_GPU), so callers can skip.
 #include <nlohmann/json.hpp>
 
@@ -323,7 +324,7 @@ bool check_concurrent_engines(const std::string &name, const fs::path &dir, cons
 int main(int argc, char **argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string device = "cuda", dtype = "float32", fixtures = "test/fixtures", only;
-  bool graphs = true;
+  bool graphs = true, first_use = false;
   int n_requests = 64;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -333,7 +334,8 @@ int main(int argc, char **argv) {
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--requests" && i + 1 < argc) n_requests = std::atoi(argv[++i]);
     else if (a == "--graphs" && i + 1 < argc) graphs = std::string(argv[++i]) != "off";
-    else { std::fprintf(stderr, "usage: golden_cuda [--device cpu|cuda|auto] [--dtype float32|bfloat16] [--fixtures DIR] [--only NAME] [--requests N] [--graphs on|off]\n"); return 64; }
+    else if (a == "--capture" && i + 1 < argc) first_use = std::string(argv[++i]) == "first-use";
+    else { std::fprintf(stderr, "usage: golden_cuda [--device cpu|cuda|auto] [--dtype float32|bfloat16] [--fixtures DIR] [--only NAME] [--requests N] [--graphs on|off] [--capture load|first-use]\n"); return 64; }
   }
   const bool bf16 = dtype == "bfloat16";
   std::vector<fs::path> dirs;
@@ -369,6 +371,7 @@ int main(int argc, char **argv) {
     ep.dtype = bf16 ? VT_DTYPE_BFLOAT16 : VT_DTYPE_FLOAT32;
     ep.n_threads = 2;
     if (!graphs) ep.cuda_graphs.enabled = 0;
+    ep.cuda_graphs.first_use = first_use ? 1 : 0;
     vt_engine *e = nullptr;
     char err[1024] = {0};
     const auto t0 = std::chrono::steady_clock::now();

@@ -80,6 +80,7 @@ static void defaults() {
   CHECK(m.max_seqs == 64);
   CHECK((m.graph_buckets == Buckets{1, 2, 4, 8, 16, 32, 64}));
   CHECK(!m.graph_dedup);
+  CHECK(!m.graph_first_use);
 
   CHECK((planned(params(0, 1, 0)) == Buckets{1, 2, 4, 8, 16, 32, 64}));  // on = the default
   CHECK(planned(params(0, 0, 0)).empty());
@@ -99,6 +100,11 @@ static void defaults() {
   vt_engine_params dd = params(0, -1, 0);
   dd.cuda_graphs.dedup = 1;
   CHECK(vt::plan_memory(tiny_config(), dd).graph_dedup);
+  vt_engine_params fu = params(0, -1, 0);
+  fu.cuda_graphs.first_use = 1;
+  const vt::MemoryPlan mf = vt::plan_memory(tiny_config(), fu);
+  CHECK(mf.graph_first_use && !mf.graph_dedup);
+  CHECK((mf.graph_buckets == Buckets{1, 2, 4, 8, 16, 32, 64}));  // the same buckets, captured later
 }
 
 static void given_buckets() {
@@ -138,6 +144,9 @@ static void bad_fields() {
   CHECK(rejected(d, "cudaGraphs.dedup"));
   d.cuda_graphs.dedup = -1;
   CHECK(rejected(d, "cudaGraphs.dedup"));
+  d.cuda_graphs.dedup = 0;
+  d.cuda_graphs.first_use = 2;
+  CHECK(rejected(d, "cudaGraphs.first_use"));
 }
 
 static void random_defaults() {

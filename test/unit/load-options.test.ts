@@ -4,7 +4,7 @@ import { validateLoadOptions } from '../../lib/engine/load-options.js';
 import { AbortError, InvalidOptionError } from '../../lib/errors.js';
 
 /** vt_cuda_graphs with every field at the engine's default: enabled -1 (on), sizes 0 / empty, no dedup. */
-const GRAPHS_DEFAULT = { enabled: -1, maxBatch: 0, buckets: [], dedup: false };
+const GRAPHS_DEFAULT = { enabled: -1, maxBatch: 0, buckets: [], dedup: false, firstUse: false };
 
 function rejection(options: unknown): InvalidOptionError {
   try {
@@ -39,7 +39,7 @@ describe('validateLoadOptions', () => {
         kvBlockSize: 32,
         kvCacheBytes: 2 ** 33,
         dtype: 'bfloat16',
-        cudaGraphs: { enabled: true, maxBatch: 12, buckets: [1, 4, 12], dedup: true },
+        cudaGraphs: { enabled: true, maxBatch: 12, buckets: [1, 4, 12], dedup: true, capture: 'first-use' },
         onProgress: () => {},
         signal: controller.signal,
       }),
@@ -53,7 +53,7 @@ describe('validateLoadOptions', () => {
       kvCacheBytes: 2 ** 33,
       gpuMemoryUtilization: 0,
       dtype: 'bfloat16',
-      cudaGraphs: { enabled: 1, maxBatch: 12, buckets: [1, 4, 12], dedup: true },
+      cudaGraphs: { enabled: 1, maxBatch: 12, buckets: [1, 4, 12], dedup: true, firstUse: true },
     });
     expect(validateLoadOptions({ gpuMemoryUtilization: 0.85 }).gpuMemoryUtilization).toBe(0.85);
     expect(validateLoadOptions({ gpuMemoryUtilization: 1 }).gpuMemoryUtilization).toBe(1);
@@ -124,6 +124,8 @@ describe('validateLoadOptions: cudaGraphs', () => {
     expect(graphs({ maxBatch: 4096 })).toStrictEqual({ ...GRAPHS_DEFAULT, maxBatch: 4096 }); // above maxSeqs: capped natively
     expect(graphs({ dedup: true })).toStrictEqual({ ...GRAPHS_DEFAULT, dedup: true });
     expect(graphs({ dedup: false, enabled: false })).toStrictEqual({ ...GRAPHS_DEFAULT, enabled: 0 });
+    expect(graphs({ capture: 'first-use' })).toStrictEqual({ ...GRAPHS_DEFAULT, firstUse: true });
+    expect(graphs({ capture: 'load' })).toStrictEqual(GRAPHS_DEFAULT);
     expect(graphs({ buckets: [64] })).toStrictEqual({ ...GRAPHS_DEFAULT, buckets: [64] }); // the default maxSeqs
     expect(graphs({ buckets: [3, 200], maxBatch: 200 }, { maxSeqs: 200 })).toStrictEqual({ ...GRAPHS_DEFAULT, buckets: [3, 200], maxBatch: 200 });
     expect(graphs({ buckets: [1, 2], maxBatch: 8 })).toStrictEqual({ ...GRAPHS_DEFAULT, buckets: [1, 2], maxBatch: 8 });
@@ -160,7 +162,9 @@ describe('validateLoadOptions: cudaGraphs', () => {
     ['a number', 1, {}, /"cudaGraphs" must be a boolean or an object.*got 1/],
     ['a string', 'off', {}, /"cudaGraphs".*got "off"/],
     ['an array', [8], {}, /"cudaGraphs".*got \[8\]/],
-    ['an unknown key', { maxbatch: 8 }, {}, /Unknown cudaGraphs option "maxbatch".*enabled, maxBatch, buckets, dedup/],
+    ['an unknown key', { maxbatch: 8 }, {}, /Unknown cudaGraphs option "maxbatch".*enabled, maxBatch, buckets, dedup, capture/],
+    ['capture misspelled', { capture: 'firstUse' }, {}, /"cudaGraphs\.capture" must be 'load' or 'first-use', got "firstUse"/],
+    ['capture as a boolean', { capture: true }, {}, /"cudaGraphs\.capture" must be 'load' or 'first-use', got true/],
     ['enabled as a number', { enabled: 1 }, {}, /"cudaGraphs\.enabled" must be a boolean, got 1/],
     ['enabled as a string', { enabled: 'yes' }, {}, /"cudaGraphs\.enabled".*"yes"/],
     ['dedup as a number', { dedup: 0 }, {}, /"cudaGraphs\.dedup" must be a boolean, got 0/],

@@ -150,6 +150,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
       std::fprintf(stderr, "vtengine: VT_CUDA_SKIP=%s leaves launches out of every layer: for timing only, the "
                            "results are wrong\n", e);
   }
+  graphs_lazy_ = p.graph_first_use;
   if (const char *e = std::getenv("VT_CUDA_GRAPHS_LAZY")) graphs_lazy_ = e[0] == '1';
   if (const char *e = std::getenv("VT_CUDA_REPLAY")) {
     replays_ = std::clamp(std::atoi(e), 1, 16);
@@ -456,7 +457,7 @@ void CudaDecoder::forward(const ForwardBatch &b) {
   const cpu::AttentionBatch &a = b.attn;
   const bool decode = T == a.n_seqs;
   if (const int32_t bucket = decode ? graphs_.bucket_for(T) : 0) {
-    if (!graphs_.has(bucket))  // VT_CUDA_GRAPHS_LAZY=1: this bucket's first step captures it
+    if (!graphs_.has(bucket))  // capture 'first-use': this bucket's first step captures it
       graphs_.add(*ctx_, stream_->get(), bucket, p_.graph_dedup, [&](int32_t B) { record_step(B); });
     stage(b, bucket);
     for (int i = 0; i < replays_; ++i) graphs_.launch(bucket, stream_->get());

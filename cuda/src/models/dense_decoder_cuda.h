@@ -50,6 +50,7 @@ struct CudaDecoderParams {
   int32_t max_context = 0;             // keys per sequence at most (sizes block tables and attention splits)
   std::vector<int32_t> graph_buckets;  // decode batch sizes to capture, ascending; empty = no graphs
   bool graph_dedup = false;
+  bool graph_first_use = false;  // capture each bucket at its first decode step, not at load (also VT_CUDA_GRAPHS_LAZY=1)
 };
 
 class CudaDecoder : public Decoder {
@@ -155,9 +156,10 @@ class CudaDecoder : public Decoder {
   enum Skip : unsigned { kSkipNorm = 1, kSkipRope = 2, kSkipAttn = 4, kSkipQkv = 8, kSkipO = 16, kSkipMlp = 32 };
   unsigned skip_ = 0;
   bool skips(Skip k) const { return (skip_ & k) != 0; }
-  // VT_CUDA_GRAPHS_LAZY=1 (an experiment): no graph is captured at load; each bucket's is captured by the first
-  // decode step that needs it, so the load is shorter (H200, 0.6B shape: load -> first token 151-174 ms against
-  // 206-210 ms; 8B unchanged; decode unchanged) and an engine that decodes one sequence at a time holds one graph.
+  // cudaGraphs.capture 'first-use' (CudaDecoderParams::graph_first_use; VT_CUDA_GRAPHS_LAZY=1 or 0 overrides it): no
+  // graph is captured at load; each bucket's is captured by the first decode step that needs it, so the load is
+  // shorter (H200, 0.6B shape: load -> first token 151-174 ms against 206-210 ms; 8B unchanged; decode unchanged)
+  // and an engine that decodes one sequence at a time holds one graph.
   bool graphs_lazy_ = false;
   // VT_CUDA_REPLAY=N (timing only): each captured decode step's graph is launched N times in a row. A step's graph
   // is idempotent (it starts from the embedding, writes the same cache rows and outputs each time), so results do not
