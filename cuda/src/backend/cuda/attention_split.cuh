@@ -97,7 +97,7 @@ __host__ __device__ constexpr int64_t split_smem_floats(int G, int head_dim, int
   return kSplitWarps * G * (head_dim + 2) > G * n_splits ? kSplitWarps * G * (head_dim + 2) : G * n_splits;
 }
 
-// The whole block, from the PDL wait on (the entry points only trigger): it reads the step's integers (the rows'
+// The whole block, its PDL wait included (the entry points only trigger): it reads the step's integers (the rows'
 // sequences and key counts, the block tables) and its first keys before the wait, since no kernel of the step writes
 // them (common.cuh's pdl_wait), and only the keys of this step (from the sequence's pos0 on, which rope_store has
 // just written) after it. MMA_HD > 0: the tensor-core warp for that head_dim (T = bf16); 0: the CUDA-core warp with

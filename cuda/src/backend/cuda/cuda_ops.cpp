@@ -74,7 +74,6 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   if (const char *e = std::getenv("VT_CUDA_SPLIT_KEYS"))
     split_keys_ = int(std::clamp<int64_t>((std::atoll(e) + kSplitKeys - 1) / kSplitKeys * kSplitKeys, kSplitKeys,
                                           int64_t(1) << 16));
-
   // The fused-norm forms (the decode step's default; VT_CUDA_FUSED_NORM=0 the null control): when a kernel image
   // lacks them fused_gemv_available() says no and the step uses the separate kernels.
   fused_ = true;

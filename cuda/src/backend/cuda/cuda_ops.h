@@ -222,7 +222,7 @@ class Ops {
                         bool with_bias);
   int split_keys_ = 64;  // the shortest decode attention split (attention_split.cuh; VT_CUDA_SPLIT_KEYS)
   bool early_loads_ = false;
-  bool fused_ = false;          // this build carries the fused GEMVs (scripts/build-cuda.mjs --experiments)
+  bool fused_ = false;          // the kernel image carries the fused-norm GEMVs
   CUfunction gemm_[2][3];       // [y_f32][weight DType]
   CUfunction gemm_x32_[3];      // fp32 x and y, [weight DType]
   CUfunction attention_[2];     // head_dim <= 128, <= 256

@@ -62,7 +62,7 @@ struct ScaledRows : RowsX<X> {
   const float *__restrict__ ss_part;
   float eps;
   float first[kLate ? M : 1][kLoads];  // the first round of a lane's partials, loaded by issue() (kLate)
-  float inv[M];            // set by finish(), in issue() or late()
+  float inv[M];                        // set by finish(), from issue() or late()
   // inv[m] from the K / 8 (rounded up) partial sums of squares of each row (ss_part[m][p]), summed by each warp
   // in the same order (lane-strided, then one butterfly), so every warp and every M gets the same bits. issue()
   // loads a lane's first kLoads partials of each row (all of them up to a hidden size of 2048); up to two rows
@@ -133,8 +133,9 @@ struct NoPrologue {
 // wait of the EARLY forms, the fused norm's partial sums: they then run under the loads' DRAM latency); every
 // thread calls it, so with one (or with kResidualSS's block-wide sum) the warps past the last row stay (reading
 // a valid row, storing nothing). Otherwise they return at once.
-// x: the activations' source (RowsX or ScaledRows), read only after prologue(); a ScaledRows' finish() runs
-// after the product and its inv[m] scales the row's sums before the bias.
+// x: the activations' source (RowsX or ScaledRows), read only after prologue(); a ScaledRows' late() runs after
+// the product (its sums of squares, when issue() left them to it) and its inv[m] scales the row's sums before the
+// bias.
 // 16-byte weight loads in flight per lane: 8 (all rows of the warp together) up to two batch rows, 4 above. (4 or
 // 16 at batch 1 measured 0.99-1.01x on both shapes: bench/RESULTS.md session 6.)
 template <int M, int R, class Y, GemvOut OUT = GemvOut::kStore, class XS, class Prologue = NoPrologue,
@@ -284,15 +285,16 @@ __device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *_
 // The RMSNorm fused into the products around it (the decode step's q|k|v and gate|up; the default at up to 8 rows,
 // VT_CUDA_FUSED_NORM=0 the separate kernels; 1.12x on the Qwen3-8B shape at batch 1): the GEMV before it (o / down,
 // kResidualSS) adds into the residual and leaves each row's sum of squares as per-block partials and the row times the
-// norm weight (xw, rounded to X). Each warp here loads the partials (one L2 read, issued after its first weight
-// loads and summed after its product: ScaledRows), runs the plain GEMV's loop over xw and scales its sums by 1 / rms: rmsnorm(r) * g · w = inv * ((r * g) ·
-// w). No norm kernel between the products, no block-wide pass, and the inner loop reads 2 bytes of x per element like
-// the plain one (up to rounding: xw is rounded before the scale, the norm kernel's output after it).
-// Earlier forms, measured on the H200 at batch 1 (bench/RESULTS.md, sessions 4-5): the residual normalized as it
-// is read (8 bytes of x per element: fp32 residual and norm weight) 0.89x on the Qwen3-0.6B shape, 1.015x on 8B;
-// the normed rows staged in shared memory per block 0.954x on 0.6B; the add + norm done once, in the last block
-// of the o/down GEMV (a ticket counter), 0.93x. Leaving the two norm launches out altogether (VT_CUDA_SKIP=norm,
-// wrong results) gives 1.20x on 0.6B: what a free fused norm would be worth.
+// norm weight (xw, rounded to X). Each warp here loads the partials (one L2 read, issued after its first weight loads
+// and summed after its product: ScaledRows), runs the plain GEMV's loop over xw and scales its sums by 1 / rms:
+// rmsnorm(r) * g · w = inv * ((r * g) · w). No norm kernel between the products, no block-wide pass, and the inner loop
+// reads 2 bytes of x per element like the plain one (up to rounding: xw is rounded before the scale, the norm kernel's
+// output after it).
+// Earlier forms, measured on the H200 at batch 1 (bench/RESULTS.md, sessions 4-5): the residual normalized as it is
+// read (8 bytes of x per element: fp32 residual and norm weight) 0.89x on the Qwen3-0.6B shape, 1.015x on 8B; the
+// normed rows staged in shared memory per block 0.954x on 0.6B; the add + norm done once, in the last block of the
+// o/down GEMV (a ticket counter), 0.93x. Leaving the two norm launches out altogether (VT_CUDA_SKIP=norm, wrong
+// results) gives 1.20x on 0.6B: what a free fused norm would be worth.
 template <int M, int R, class X, bool EARLY = false>
 __device__ __forceinline__ void gemv_norm_rows(const X *__restrict__ xw, const float *__restrict__ ss_part, float eps,
                                                const bf16 *__restrict__ w, const float *__restrict__ bias,

@@ -78,10 +78,10 @@ __device__ __forceinline__ void rope_token(T *x, int n_heads, int head_dim, int6
   }
 }
 
-// Grid (T, head groups), any block size that is a multiple of 32; waits for the previous kernel itself (pdl_wait)
-// after its cos/sin table. The heads of a row, numbered u in
-// [0, n_heads + 2 n_kv_heads) in the qkv layout, are dealt to the warps of the token's blocks: u = (group *
-// n_warps + warp) + k * (groups * n_warps). A block whose heads are all v heads needs no cos/sin table.
+// Grid (T, head groups), any block size that is a multiple of 32; waits for the previous kernel itself (pdl_wait),
+// after its cos/sin table. The heads of a row, numbered u in [0, n_heads + 2 n_kv_heads) in the qkv layout, are dealt
+// to the warps of the token's blocks: u = (group * n_warps + warp) + k * (groups * n_warps). A block whose heads are
+// all v heads needs no cos/sin table.
 template <class T>
 __device__ __forceinline__ void rope_store_token(T *qkv, int n_heads, int n_kv_heads, int head_dim,
                                                  const int32_t *__restrict__ pos, const float *__restrict__ inv_freq,
