@@ -39,7 +39,14 @@ describe('cudaGraphs on the CPU backend', () => {
   it('is accepted in every form and changes nothing', async () => {
     const base = await tokensWith(undefined);
     expect(base.graphs).toBe(0);
-    for (const cudaGraphs of [false, true, { enabled: false }, { maxBatch: 2 }, { buckets: [1, 3], maxBatch: 4, dedup: true }]) {
+    for (const cudaGraphs of [
+      false,
+      true,
+      { enabled: false },
+      { maxBatch: 2 },
+      { buckets: [1, 3], maxBatch: 4, dedup: true },
+      { capture: 'first-use' as const },
+    ]) {
       const got = await tokensWith(cudaGraphs);
       expect(got.ids, JSON.stringify(cudaGraphs)).toStrictEqual(base.ids);
       expect(got.graphs).toBe(0);
@@ -69,6 +76,7 @@ describe('cudaGraphs on the CPU backend', () => {
 describe('cudaGraphs in the binding and the engine', () => {
   it('takes the defaults, off, and a params object without cudaGraphs', async () => {
     await expect(estimateWith({ enabled: -1, maxBatch: 0, buckets: [], dedup: false })).resolves.toBeDefined();
+    await expect(estimateWith({ enabled: -1, maxBatch: 0, buckets: [], dedup: false, firstUse: true })).resolves.toBeDefined();
     await expect(estimateWith({ enabled: 0, maxBatch: 0, buckets: [], dedup: true })).resolves.toBeDefined();
     await expect(estimateWith(undefined)).resolves.toBeDefined();
     await expect(estimateWith({ enabled: 1, maxBatch: 4096, buckets: [1, 100, 200], dedup: false }, 200)).resolves.toBeDefined();
@@ -86,6 +94,7 @@ describe('cudaGraphs in the binding and the engine', () => {
     ['33 buckets', { buckets: Array.from({ length: 33 }, (_, i) => i + 1) }, 64, /cudaGraphs\.buckets holds at most 32/],
     ['a bucket that is not a number', { buckets: ['1' as never] }, 0, /cudaGraphs\.buckets must hold numbers/],
     ['dedup that is not a boolean', { dedup: 1 as never }, 0, /cudaGraphs\.dedup/],
+    ['firstUse that is not a boolean', { firstUse: 1 as never }, 0, /cudaGraphs\.firstUse must be a boolean/],
   ])('refuses %s with ERR_INVALID_OPTION', async (_what, bad, maxSeqs, message) => {
     const cudaGraphs = { enabled: -1, maxBatch: 0, buckets: [], dedup: false, ...bad } as NativeCudaGraphs;
     const err = await estimateWith(cudaGraphs, maxSeqs).catch((e: unknown) => e);
