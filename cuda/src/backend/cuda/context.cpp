@@ -119,20 +119,20 @@ void DeviceBuffer::upload(CUstream stream, const void *src, size_t bytes, size_t
   if (offset + bytes > bytes_) fail(VT_ERR_INTERNAL, "DeviceBuffer::upload past the end");
   if (!bytes) return;
   check(driver().cuMemcpyHtoDAsync(ptr_ + offset, src, bytes, stream), "cuMemcpyHtoDAsync");
-  check(driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
+  synchronize(stream);
 }
 
 void DeviceBuffer::download(CUstream stream, void *dst, size_t bytes, size_t offset) const {
   if (offset + bytes > bytes_) fail(VT_ERR_INTERNAL, "DeviceBuffer::download past the end");
   if (!bytes) return;
   check(driver().cuMemcpyDtoHAsync(dst, ptr_ + offset, bytes, stream), "cuMemcpyDtoHAsync");
-  check(driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
+  synchronize(stream);
 }
 
 void DeviceBuffer::fill_bytes(CUstream stream, unsigned char value) {
   if (!bytes_) return;
   check(driver().cuMemsetD8Async(ptr_, value, bytes_, stream), "cuMemsetD8Async");
-  check(driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
+  synchronize(stream);
 }
 
 // --- PinnedBuffer ---------------------------------------------------------------------------------------------
@@ -157,7 +157,8 @@ Stream::Stream() { check(driver().cuStreamCreate(&s_, CU_STREAM_NON_BLOCKING), "
 Stream::~Stream() {
   if (s_) driver().cuStreamDestroy(s_);
 }
-void Stream::synchronize() const { check(driver().cuStreamSynchronize(s_), "cuStreamSynchronize"); }
+void synchronize(CUstream s) { check(driver().cuStreamSynchronize(s), "cuStreamSynchronize"); }
+void Stream::synchronize() const { cuda::synchronize(s_); }
 
 Event::Event() { check(driver().cuEventCreate(&e_, CU_EVENT_DEFAULT), "cuEventCreate"); }
 Event::~Event() {

@@ -143,6 +143,11 @@ class PinnedBuffer {
   size_t bytes_ = 0;
 };
 
+// Waits for the work queued on one stream. Engine code waits on its stream, never on the context: another engine in
+// the process shares the primary context, and a context-wide synchronize while its stream is capturing a graph
+// invalidates that capture (its step then fails).
+void synchronize(CUstream s);
+
 class Stream {
  public:
   Stream();  // non-blocking with respect to the legacy default stream

@@ -7,14 +7,6 @@
 
 namespace vt::cuda {
 
-namespace {
-
-// The stream, never the context: another engine in the process shares the primary context, and a context-wide
-// synchronize while its stream is capturing a graph invalidates that capture (its step then fails).
-void stream_synchronize(CUstream s) { check(driver().cuStreamSynchronize(s), "cuStreamSynchronize"); }
-
-}  // namespace
-
 DecodeGraphs::~DecodeGraphs() {
   for (Exec &e : execs_) driver().cuGraphExecDestroy(e.exec);
   for (Entry &e : entries_) driver().cuGraphDestroy(e.graph);
@@ -57,14 +49,14 @@ void DecodeGraphs::build(const Context &ctx, CUstream s, const std::vector<int32
                          const std::function<void(int32_t)> &record, const std::function<void(int32_t)> &warm_up) {
   plan(buckets);
   for (int32_t b : buckets) capture(s, b, record);
-  stream_synchronize(s);
+  synchronize(s);
   const int64_t free_before = ctx.free_bytes();
   for (size_t i = 0; i < entries_.size(); ++i) instantiate(i, dedup);
   for (const Entry &e : entries_) {
     warm_up(e.bucket);
     launch(e.bucket, s);
   }
-  stream_synchronize(s);
+  synchronize(s);
   bytes_.store(std::max<int64_t>(0, free_before - ctx.free_bytes()), std::memory_order_relaxed);
 }
 
@@ -74,7 +66,7 @@ bool DecodeGraphs::has(int32_t b) const {
 
 void DecodeGraphs::add(const Context &ctx, CUstream s, int32_t b, bool dedup,
                        const std::function<void(int32_t)> &record) {
-  stream_synchronize(s);  // (so that the free-memory difference below is this graph's, other engines aside)
+  synchronize(s);  // (so that the free-memory difference below is this graph's, other engines aside)
   const int64_t free_before = ctx.free_bytes();
   capture(s, b, record);
   instantiate(entries_.size() - 1, dedup);
