@@ -139,6 +139,8 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // tensor-core prefill kernel); VT_CUDA_CUBLASLT=0 (own GEMM kernels only).
   if (const char *e = std::getenv("VT_CUDA_ATTN")) attn_mode_ = e;
   if (const char *e = std::getenv("VT_CUDA_FUSED_NORM")) fused_norm_ = e[0] != '0';
+  qkv_rope_ = ops_->has_gemv_norm_rope(c_.head_dim);
+  if (const char *e = std::getenv("VT_CUDA_QKV_ROPE")) qkv_rope_ = qkv_rope_ && e[0] != '0';
   if (const char *e = std::getenv("VT_CUDA_SKIP")) {
     std::string list = std::string(",") + e + ",";  // items apart by ',' or '+' (gpu-decode-ab.sh splits on ',')
     std::replace(list.begin(), list.end(), '+', ',');
@@ -361,13 +363,19 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
   ops_->rmsnorm_res32(s, residual_, T, H, layers_[0].attn_norm, eps, normed_);
   for (int l = 0; l < c_.n_layers; ++l) {
     const DLayer &L = layers_[l];
-    if (fused && l > 0)
+    // RoPE on q and k (after Qwen3's per-head norm when it has one), then k and v into the cache: in the q|k|v
+    // product's epilogue (qkv_rope_), else a launch of its own. (Folding it into the decode attention instead measured
+    // 0.94-0.95x on the Qwen3-0.6B shape: bench/RESULTS.md sessions 5 and 8.)
+    const bool qkv_rope = fused && l > 0 && qkv_rope_ && !skips(kSkipRope);
+    if (qkv_rope)
+      ops_->gemv_norm_rope(s, normed_, norm_ss_, T, H, eps, L.qkv.ptr, L.qkv_bias, qkv_, c_.n_heads, c_.n_kv_heads,
+                           c_.head_dim, meta_.positions, inv_freq_, rope_scale_, L.q_norm, L.k_norm, meta_.slots,
+                           k_cache(l), v_cache(l));
+    else if (fused && l > 0)
       ops_->gemv_norm(s, normed_, norm_ss_, T, H, eps, L.qkv.ptr, L.qkv.rows, L.qkv_bias, qkv_);
     else if (!skips(kSkipQkv))
       linear(normed_, T, L.qkv, L.qkv_bias, qkv_);
-    // RoPE on q and k (after Qwen3's per-head norm when it has one), then k and v into the cache. (Folding this
-    // into the decode attention's launch measured 6% slower on the Qwen3-0.6B shape: bench/RESULTS.md session 5.)
-    if (!skips(kSkipRope))
+    if (!qkv_rope && !skips(kSkipRope))
       ops_->rope_store(s, qkv_, T, c_.n_heads, c_.n_kv_heads, c_.head_dim, meta_.positions, inv_freq_, rope_scale_,
                        L.q_norm, L.k_norm, eps, meta_.slots, k_cache(l), v_cache(l));
     if (skips(kSkipAttn)) {

@@ -174,6 +174,10 @@ class CudaDecoder : public Decoder {
   // has the earlier forms' figures).
   bool fused_norm_ = true;  // the switch, cleared at load when a layer's products cannot all take the GEMV
   bool fused_step(int32_t T) const;
+  // With the fused norm, layers 1 .. n-1 also fold RoPE, the q/k norm and the KV store into the q|k|v product's
+  // epilogue (Ops::gemv_norm_rope: one launch a layer fewer) where the kernel image has it for the head_dim (sm_90+);
+  // VT_CUDA_QKV_ROPE=0 is the null control (gemv_norm + rope_store).
+  bool qkv_rope_ = true;
   // Declared first, destroyed last: every buffer below belongs to this context.
   std::unique_ptr<cuda::Context> ctx_;
   std::unique_ptr<cuda::Stream> stream_;

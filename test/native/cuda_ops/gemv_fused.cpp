@@ -42,6 +42,8 @@ std::vector<double> cpu_scaled_product(const std::vector<float> &res, const std:
   return out;
 }
 
+}  // namespace
+
 // x * w per row (the next norm's weight), rounded to the activation type: gemv_residual's xw, computed here.
 std::vector<float> cpu_xw(const std::vector<float> &x, int64_t M, int64_t K, const std::vector<float> &w, Act act) {
   std::vector<float> out(x.size());
@@ -67,8 +69,6 @@ std::vector<float> cpu_ss_parts(const std::vector<float> &x, int64_t M, int64_t 
     }
   return out;
 }
-
-}  // namespace
 
 void test_gemv_fused(Env &env, cuda::Ops &ops) {
   const Act act = ops.act();

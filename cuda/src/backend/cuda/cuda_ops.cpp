@@ -85,6 +85,10 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
       gemv_res_[rf][lm] = ctx.find_function("vt_gemv_res_" + a + "_" + (act == Act::F32 || rf ? "f32" : "bf16") + m);
     fused_ = fused_ && gemv_norm_[lm] && gemv_swiglu_norm_[lm] && gemv_res_[0][lm] && gemv_res_[1][lm];
   }
+  for (int hd = 0; hd < 2; ++hd)
+    for (int lm = 0; lm < 4; ++lm)
+      gemv_norm_rope_[hd][lm] = ctx.find_function("vt_gemv_norm_rope_" + a + "_hd" + std::to_string(64 << hd) + "_m" +
+                                                  std::to_string(1 << lm) + early);
 
   for (int yf = 0; yf < 2; ++yf)
     for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
@@ -242,6 +246,38 @@ void Ops::gemv_swiglu_norm(CUstream s, CUdeviceptr xw, CUdeviceptr ss_part, int6
   require(fused_ && fits_int(K) && K > 0 && fits_int(I) && M >= 0 && ss_part,
           "gemv_swiglu_norm shape (or a build without it)");
   launch_gemv_norm(gemv_swiglu_norm_, s, xw, ss_part, M, K, eps, w_gate_up, I, 0, y, false);
+}
+
+bool Ops::has_gemv_norm_rope(int32_t head_dim) const {
+  if (!fused_ || (head_dim != 64 && head_dim != 128)) return false;
+  for (CUfunction f : gemv_norm_rope_[head_dim == 64 ? 0 : 1])
+    if (!f) return false;
+  return true;
+}
+
+void Ops::gemv_norm_rope(CUstream s, CUdeviceptr xw, CUdeviceptr ss_part, int64_t M, int64_t K, float eps,
+                         CUdeviceptr w, CUdeviceptr bias, CUdeviceptr qkv, int32_t n_heads, int32_t n_kv_heads,
+                         int32_t head_dim, CUdeviceptr pos, CUdeviceptr inv_freq, float attn_scale, CUdeviceptr q_norm,
+                         CUdeviceptr k_norm, CUdeviceptr slot, CUdeviceptr k_cache, CUdeviceptr v_cache) {
+  const int64_t units = int64_t(n_heads) + 2 * int64_t(n_kv_heads), N = units * head_dim;
+  require(has_gemv_norm_rope(head_dim) && fits_int(K) && K > 0 && n_heads > 0 && n_kv_heads > 0 && fits_int(N) &&
+              M >= 0 && ss_part,
+          "gemv_norm_rope shape (or a build without it)");
+  if (M == 0) return;
+  const int64_t as = int64_t(act_size(act_)), parts = norm_parts(K);
+  const int k = int(K), nh = n_heads, nkv = n_kv_heads;
+  const int vec = K % 8 == 0 && w % 16 == 0 && xw % 16 == 0;  // as for gemv
+  // one warp per pair of a head's rows, 8 a block: head_dim / 16 blocks (a cluster) per head
+  const Dim3 grid{unsigned(units * head_dim / 16)};
+  for (int64_t m0 = 0; m0 < M;) {
+    const int lm = gemv_chunk_log2(M - m0);
+    const CUdeviceptr xm = xw + CUdeviceptr(m0 * K * as), pm = ss_part + CUdeviceptr(m0 * parts * 4),
+                      ym = qkv + CUdeviceptr(m0 * N * as), posm = pos + CUdeviceptr(m0 * 4),
+                      slotm = slot + CUdeviceptr(m0 * 4);
+    ctx_.launch_pdl(gemv_norm_rope_[head_dim == 64 ? 0 : 1][lm], grid, {kGemvThreads}, 0, s, xm, pm, eps, w, bias, ym,
+                    k, nh, nkv, vec, posm, inv_freq, attn_scale, q_norm, k_norm, slotm, k_cache, v_cache);
+    m0 += int64_t(1) << lm;
+  }
 }
 
 void Ops::gemv_residual(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, int64_t N, CUdeviceptr bias,

@@ -104,6 +104,18 @@ class Ops {
   void gemv_swiglu_norm(CUstream s, CUdeviceptr xw, CUdeviceptr ss_part, int64_t M, int64_t K, float eps,
                         CUdeviceptr w_gate_up, int64_t I, CUdeviceptr y);
 
+  // gemv_norm over a fused q|k|v matrix (n_heads + 2 n_kv_heads heads of head_dim rows: N = that * head_dim) with
+  // rope_store in its epilogue (gemv_rope.cuh): the q|k|v rows y = inv * (xw · wᵀ) + bias rounded to the activation
+  // type, the q and k heads normed (q_norm / k_norm, 0: none) and roped in qkv, the k and v heads also written to the
+  // cache rows slot[m] (slot < 0: nothing). One launch instead of two; equal to gemv_norm + rope_store up to
+  // rounding (the head norm sums in another order). has_gemv_norm_rope(head_dim): the kernel image carries it for
+  // that head_dim (64 or 128, sm_90 and newer: thread-block clusters); otherwise use the two.
+  bool has_gemv_norm_rope(int32_t head_dim) const;
+  void gemv_norm_rope(CUstream s, CUdeviceptr xw, CUdeviceptr ss_part, int64_t M, int64_t K, float eps, CUdeviceptr w,
+                      CUdeviceptr bias, CUdeviceptr qkv, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
+                      CUdeviceptr pos, CUdeviceptr inv_freq, float attn_scale, CUdeviceptr q_norm, CUdeviceptr k_norm,
+                      CUdeviceptr slot, CUdeviceptr k_cache, CUdeviceptr v_cache);
+
   // y(M, N) = x(M, K) · w(N, K)ᵀ (+ bias(N) fp32) for any shape, w in `wdt` (fp32, fp16 or bf16), fp32
   // accumulation; y fp32 when y_f32, else the activation type; x as for gemv. The tiled fallback for
   // prefill-shaped products and for weights gemv does not take (gemm.cuh).
@@ -217,6 +229,7 @@ class Ops {
   CUfunction gemv_swiglu_[4];   // [log2 M]
   CUfunction gemv_norm_[4], gemv_swiglu_norm_[4];  // [log2 M]
   CUfunction gemv_res_[2][4];   // [round_f32][log2 M]
+  CUfunction gemv_norm_rope_[2][4] = {};  // [head_dim 64, 128][log2 M]; null where the image lacks them
   void launch_gemv_norm(CUfunction const (&f)[4], CUstream s, CUdeviceptr xw, CUdeviceptr ss_part, int64_t M,
                         int64_t K, float eps, CUdeviceptr w, int64_t N, CUdeviceptr bias, CUdeviceptr y,
                         bool with_bias);

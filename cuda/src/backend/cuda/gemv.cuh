@@ -125,43 +125,14 @@ struct NoPrologue {
   __device__ void operator()() const {}
 };
 
-// R weight rows per warp: R = 1 is the plain GEMV (row n); R = 2 is the SwiGLU GEMV over a gate|up matrix of
-// 2N rows (warp n reads gate row n and up row N + n and writes silu(gate) * up). Every output is summed in the
-// same order whatever M is (lane l takes chunks l, l + 32, ... in order, then one butterfly), so a row gives
-// the same bits alone or in a batch, and the SwiGLU sums equal the plain GEMV's. Called after pdl_wait().
-// prologue(): what each warp does after it has issued its first weight loads and before x is read (the PDL
-// wait of the EARLY forms, the fused norm's partial sums: they then run under the loads' DRAM latency); every
-// thread calls it, so with one (or with kResidualSS's block-wide sum) the warps past the last row stay (reading
-// a valid row, storing nothing). Otherwise they return at once.
-// x: the activations' source (RowsX or ScaledRows), read only after prologue(); a ScaledRows' late() runs after
-// the product (its sums of squares, when issue() left them to it) and its inv[m] scales the row's sums before the
-// bias.
-// 16-byte weight loads in flight per lane: 8 (all rows of the warp together) up to two batch rows, 4 above. (4 or
-// 16 at batch 1 measured 0.99-1.01x on both shapes: bench/RESULTS.md session 6.)
-template <int M, int R, class Y, GemvOut OUT = GemvOut::kStore, class XS, class Prologue = NoPrologue,
-          class XW = float>
-__device__ __forceinline__ void gemv_warp(XS &x, const bf16 *__restrict__ w, const float *__restrict__ bias,
-                                          Y *__restrict__ y, int K, int N, int vec,
-                                          float *__restrict__ residual = nullptr, Prologue prologue = {},
-                                          float *__restrict__ ss_part = nullptr,
-                                          const float *__restrict__ next_norm_w = nullptr,
-                                          XW *__restrict__ xw = nullptr) {
+// The product loop of gemv_warp (and of the fused q|k|v + RoPE form, gemv_rope.cuh): acc[r][m] += x[m] · row r of
+// the warp (wr[r], K bf16 weights), prologue() called once after the first weight loads are issued (see gemv_warp).
+template <int M, int R, class XS, class Prologue>
+__device__ __forceinline__ void gemv_dot(XS &x, const bf16 *(&wr)[R], int K, int vec, Prologue &prologue,
+                                         float (&acc)[R][M]) {
   constexpr int U = (M <= 2 ? 8 : 4) / R;  // 16-byte weight loads in flight per lane and row
   static_assert(U >= 1 && U * R == (M <= 2 ? 8 : 4), "loads in flight must be a multiple of R");
-  // Every warp stays to the end when the block syncs: for the prologue's and kResidualSS's block-wide steps.
-  constexpr bool kStay = !std::is_same_v<Prologue, NoPrologue> || OUT == GemvOut::kResidualSS;
   const int lane = threadIdx.x & 31;
-  const int n = int(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);  // this warp's output row
-  if (!kStay && n >= N) return;
-  const bf16 *wr[R];
-#pragma unroll
-  for (int r = 0; r < R; ++r) wr[r] = w + (int64_t(min(n, N - 1)) + int64_t(r) * N) * K;
-  float acc[R][M];
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int m = 0; m < M; ++m) acc[r][m] = 0.f;
-
   if (vec) {
     const int chunks = K / 8;  // 16-byte chunks per row
     int c = lane;
@@ -213,6 +184,44 @@ __device__ __forceinline__ void gemv_warp(XS &x, const bf16 *__restrict__ w, con
         for (int m = 0; m < M; ++m) acc[r][m] = fmaf(x.at(m, k), wk, acc[r][m]);
       }
   }
+}
+
+// R weight rows per warp: R = 1 is the plain GEMV (row n); R = 2 is the SwiGLU GEMV over a gate|up matrix of
+// 2N rows (warp n reads gate row n and up row N + n and writes silu(gate) * up). Every output is summed in the
+// same order whatever M is (lane l takes chunks l, l + 32, ... in order, then one butterfly), so a row gives
+// the same bits alone or in a batch, and the SwiGLU sums equal the plain GEMV's. Called after pdl_wait().
+// prologue(): what each warp does after it has issued its first weight loads and before x is read (the PDL
+// wait of the EARLY forms, the fused norm's partial sums: they then run under the loads' DRAM latency); every
+// thread calls it, so with one (or with kResidualSS's block-wide sum) the warps past the last row stay (reading
+// a valid row, storing nothing). Otherwise they return at once.
+// x: the activations' source (RowsX or ScaledRows), read only after prologue(); a ScaledRows' late() runs after
+// the product (its sums of squares, when issue() left them to it) and its inv[m] scales the row's sums before the
+// bias.
+// 16-byte weight loads in flight per lane: 8 (all rows of the warp together) up to two batch rows, 4 above. (4 or
+// 16 at batch 1 measured 0.99-1.01x on both shapes: bench/RESULTS.md session 6.)
+template <int M, int R, class Y, GemvOut OUT = GemvOut::kStore, class XS, class Prologue = NoPrologue,
+          class XW = float>
+__device__ __forceinline__ void gemv_warp(XS &x, const bf16 *__restrict__ w, const float *__restrict__ bias,
+                                          Y *__restrict__ y, int K, int N, int vec,
+                                          float *__restrict__ residual = nullptr, Prologue prologue = {},
+                                          float *__restrict__ ss_part = nullptr,
+                                          const float *__restrict__ next_norm_w = nullptr,
+                                          XW *__restrict__ xw = nullptr) {
+  // Every warp stays to the end when the block syncs: for the prologue's and kResidualSS's block-wide steps.
+  constexpr bool kStay = !std::is_same_v<Prologue, NoPrologue> || OUT == GemvOut::kResidualSS;
+  const int lane = threadIdx.x & 31;
+  const int n = int(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);  // this warp's output row
+  if (!kStay && n >= N) return;
+  const bf16 *wr[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) wr[r] = w + (int64_t(min(n, N - 1)) + int64_t(r) * N) * K;
+  float acc[R][M];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int m = 0; m < M; ++m) acc[r][m] = 0.f;
+
+  gemv_dot<M, R>(x, wr, K, vec, prologue, acc);
 
   if constexpr (XS::kScaled) x.late();
   const float b = bias && n < N ? bias[n] : 0.f;
