@@ -139,7 +139,11 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // tensor-core prefill kernel); VT_CUDA_CUBLASLT=0 (own GEMM kernels only).
   if (const char *e = std::getenv("VT_CUDA_ATTN")) attn_mode_ = e;
   if (const char *e = std::getenv("VT_CUDA_FUSED_NORM")) fused_norm_ = e[0] != '0';
-  qkv_rope_ = ops_->has_gemv_norm_rope(c_.head_dim);
+  // Only where the fused kernel's blocks (head_dim / 16 a head) fit twice over in the SMs: on the H200 it gave 1.07x
+  // on the Qwen3-0.6B shape at batch 1 (256 blocks, 132 SMs) and 0.991x on 8B (384 blocks), bench/RESULTS.md
+  // session 8. (Why 8B loses is not established; each head's blocks are a cluster, scheduled together.)
+  const int64_t rope_blocks = int64_t(c_.n_heads + 2 * c_.n_kv_heads) * c_.head_dim / 16;
+  qkv_rope_ = ops_->has_gemv_norm_rope(c_.head_dim) && rope_blocks <= 2 * int64_t(ctx_->sm_count());
   if (const char *e = std::getenv("VT_CUDA_QKV_ROPE")) qkv_rope_ = qkv_rope_ && e[0] != '0';
   if (const char *e = std::getenv("VT_CUDA_SKIP")) {
     std::string list = std::string(",") + e + ",";  // items apart by ',' or '+' (gpu-decode-ab.sh splits on ',')
