@@ -304,8 +304,15 @@ void Engine::step() {
     aborts.swap(aborts_);
   }
   for (auto &s : incoming) scheduler_->add(std::move(s));
-  for (uint64_t id : aborts)
-    if (auto s = scheduler_->remove(id)) events.push_back(finish_event(*s, VT_FINISH_ABORT));
+  for (uint64_t id : aborts) {
+    auto it = std::find_if(inflight_.begin(), inflight_.end(), [id](const ScheduledChunk &c) { return c.seq->id == id; });
+    if (it != inflight_.end()) {  // its step still runs: the event now, the removal once the step is collected
+      if (dropped_.insert(id).second) events.push_back(finish_event(*it->seq, VT_FINISH_ABORT));
+    } else if (auto s = scheduler_->remove(id)) {
+      events.push_back(finish_event(*s, VT_FINISH_ABORT));
+    }
+  }
+  if (!inflight_.empty()) return step_overlapped(events);
 
   std::vector<ScheduledChunk> plan = scheduler_->schedule();
   if (plan.empty()) {
@@ -320,18 +327,20 @@ void Engine::step() {
     emit(events);
     return;
   }
+  if (runner_->chainable(plan)) {  // launched now, its picks read by the next step() after it launches the one after
+    try {
+      runner_->launch_greedy(plan, false);
+      inflight_ = plan;
+    } catch (const std::exception &ex) {
+      fail_plan(plan, ex, events);
+    }
+    emit(events);
+    return;
+  }
   try {
     runner_->run(plan);
   } catch (const std::exception &ex) {
-    // The batch failed as a whole (for example an allocation): end its requests with the reason, keep serving.
-    static thread_local std::string message;
-    message = std::string("the engine failed while running this request: ") + ex.what();
-    for (const auto &c : plan) {
-      auto s = scheduler_->remove(c.seq->id);
-      vt_step_event ev = finish_event(*s, VT_FINISH_ERROR);
-      ev.message = message.c_str();
-      events.push_back(ev);
-    }
+    fail_plan(plan, ex, events);
     emit(events);
     return;
   }
@@ -365,26 +374,107 @@ void Engine::step() {
         apply_logits_processors(s.processors, s.tokens, s.n_prompt, logits, config_.vocab_size, counts_scratch_);
       r = sample(logits, config_.vocab_size, s.sampling, s.rng, sampler_scratch_);
     }
-    s.tokens.push_back(r.token);
-    ++generated_;
-    ev.token = r.token;
-    ev.logprob = r.logprob;
-    ev.n_top = r.n_top;
-    std::copy_n(r.top_ids, r.n_top, ev.top_ids);
-    std::copy_n(r.top_logprobs, r.n_top, ev.top_logprobs);
-    vt_finish why = VT_FINISH_NONE;
-    if (std::find(s.stop_ids.begin(), s.stop_ids.end(), r.token) != s.stop_ids.end()) why = VT_FINISH_EOS;
-    else if (s.n_generated() >= s.max_tokens || int32_t(s.tokens.size()) >= max_context_) why = VT_FINISH_LENGTH;
-    if (why != VT_FINISH_NONE) {
-      ev.finish = why;
-      ev.prompt_tokens = s.n_prompt;
-      ev.completion_tokens = s.n_generated();
-      finished.push_back(s.id);
-    }
+    if (accept(s, r, ev)) finished.push_back(s.id);
     events.push_back(ev);
   }
   for (uint64_t id : finished) scheduler_->remove(id);
   emit(events);
+}
+
+void Engine::step_overlapped(std::vector<vt_step_event> &events) {
+  std::vector<ScheduledChunk> plan;
+  plan.swap(inflight_);
+  // The step after it, launched before its picks are read: the same sequences one token further, unless a request
+  // waits to be admitted (the next unchained step takes it) or a sequence lacks KV room (the scheduler preempts
+  // then). Left out: sequences that ended while it ran, and those its pick ends whatever it is (length).
+  std::vector<ScheduledChunk> next;
+  std::vector<char> in_next(plan.size(), 0);
+  if (scheduler_->n_waiting() == 0) {
+    for (size_t i = 0; i < plan.size(); ++i) {
+      const ScheduledChunk &c = plan[i];
+      Sequence &s = *c.seq;
+      if (dropped_.count(s.id) || s.n_generated() + 1 >= s.max_tokens || c.pos0 + 2 >= max_context_) continue;
+      if (!blocks_->grow(s.block_table, int64_t(c.pos0) + 2)) {
+        next.clear();
+        break;
+      }
+      next.push_back({c.seq, c.pos0 + 1, 1, true});
+      in_next[i] = 1;
+    }
+    if (!next.empty() && !runner_->chainable(next)) next.clear();
+    if (next.empty()) std::fill(in_next.begin(), in_next.end(), 0);
+  }
+  const std::vector<int32_t> *picks = nullptr;
+  try {
+    if (!next.empty()) runner_->launch_greedy(next, true);
+    picks = &runner_->collect_greedy();
+  } catch (const std::exception &ex) {
+    fail_plan(plan, ex, events);  // next's sequences are plan's
+    while (runner_->launched() > 0) try {  // a launch that may be left: its read, if it fails, ends here too
+        runner_->collect_greedy();
+      } catch (const std::exception &) {
+      }
+    emit(events);
+    return;
+  }
+  scheduler_->commit(plan);
+  ++steps_;
+  std::vector<uint64_t> finished;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    Sequence &s = *plan[i].seq;
+    if (dropped_.count(s.id)) {  // ended while its step ran (never in next)
+      finished.push_back(s.id);
+      continue;
+    }
+    vt_step_event ev{};
+    ev.request_id = s.id;
+    SampleResult r;
+    r.token = (*picks)[i];
+    if (accept(s, r, ev)) {
+      if (in_next[i]) dropped_.insert(s.id);  // its row of the step now running is ignored, then it goes
+      else finished.push_back(s.id);
+    }
+    events.push_back(ev);
+  }
+  for (uint64_t id : finished) {
+    scheduler_->remove(id);
+    dropped_.erase(id);
+  }
+  inflight_ = std::move(next);
+  emit(events);
+}
+
+bool Engine::accept(Sequence &s, const SampleResult &r, vt_step_event &ev) {
+  s.tokens.push_back(r.token);
+  ++generated_;
+  ev.token = r.token;
+  ev.logprob = r.logprob;
+  ev.n_top = r.n_top;
+  std::copy_n(r.top_ids, r.n_top, ev.top_ids);
+  std::copy_n(r.top_logprobs, r.n_top, ev.top_logprobs);
+  vt_finish why = VT_FINISH_NONE;
+  if (std::find(s.stop_ids.begin(), s.stop_ids.end(), r.token) != s.stop_ids.end()) why = VT_FINISH_EOS;
+  else if (s.n_generated() >= s.max_tokens || int32_t(s.tokens.size()) >= max_context_) why = VT_FINISH_LENGTH;
+  if (why == VT_FINISH_NONE) return false;
+  ev.finish = why;
+  ev.prompt_tokens = s.n_prompt;
+  ev.completion_tokens = s.n_generated();
+  return true;
+}
+
+void Engine::fail_plan(const std::vector<ScheduledChunk> &plan, const std::exception &ex,
+                       std::vector<vt_step_event> &events) {
+  // The batch failed as a whole (for example an allocation): end its requests with the reason, keep serving.
+  static thread_local std::string message;
+  message = std::string("the engine failed while running this request: ") + ex.what();
+  for (const auto &c : plan) {
+    const uint64_t id = c.seq->id;
+    auto s = scheduler_->remove(id);
+    if (!s || dropped_.erase(id)) continue;  // (a dropped one has had its event)
+    vt_step_event ev = finish_event(*s, VT_FINISH_ERROR);
+    ev.message = message.c_str();
+    events.push_back(ev);
+  }
 }
 
 void Engine::loop() {
@@ -405,7 +495,7 @@ void Engine::loop() {
   }
   for (auto &s : incoming) events.push_back(finish_event(*s, VT_FINISH_ABORT));
   for (uint64_t id : scheduler_->ids())
-    if (auto s = scheduler_->remove(id)) events.push_back(finish_event(*s, VT_FINISH_ABORT));
+    if (auto s = scheduler_->remove(id); s && !dropped_.count(id)) events.push_back(finish_event(*s, VT_FINISH_ABORT));
   emit(events);
 }
 

@@ -47,8 +47,19 @@ class Engine {
   void start();
   void loop();
   void step();
-  void take_inbox();
+  // The overlapped greedy decode (ModelRunner::chainable): step() launches such a step and returns with it in
+  // inflight_; the next step() launches the step after it (the same sequences one token further, their tokens the
+  // picks still on the device) before it reads these picks (step_overlapped), so the device runs while the host
+  // turns picks into events. dropped_: sequences of inflight_ that ended (length, stop token or abort, their event
+  // already sent) while it ran: their row is ignored and they are removed once it is collected.
+  void step_overlapped(std::vector<vt_step_event> &events);
+  // Appends a picked token to s and writes it into ev; true when it ends the request (ev.finish set).
+  bool accept(Sequence &s, const SampleResult &r, vt_step_event &ev);
+  // Ends every request of plan with an error event saying why (the step failed as a whole).
+  void fail_plan(const std::vector<ScheduledChunk> &plan, const std::exception &ex, std::vector<vt_step_event> &events);
   void emit(std::vector<vt_step_event> &events);
+  std::vector<ScheduledChunk> inflight_;
+  std::unordered_set<uint64_t> dropped_;
 
   ModelConfig config_;
   std::unique_ptr<Checkpoint> checkpoint_;

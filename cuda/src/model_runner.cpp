@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace vt {
 
@@ -14,7 +15,9 @@ ModelRunner::ModelRunner(std::unique_ptr<Decoder> model, int32_t block_size, int
   logits_.resize(size_t(max_seqs) * vocab);
 }
 
-void ModelRunner::run(const std::vector<ScheduledChunk> &plan) {
+// The plan as the model takes it (into this runner's arrays): from_picks, the tokens are the previous step's picks
+// (left on the device; 0 here).
+ForwardBatch ModelRunner::inputs(const std::vector<ScheduledChunk> &plan, bool from_picks) {
   const int32_t bs = block_size_;
   tokens_.clear();
   positions_.clear();
@@ -31,7 +34,7 @@ void ModelRunner::run(const std::vector<ScheduledChunk> &plan) {
     const Sequence &seq = *c.seq;
     for (int32_t j = 0; j < c.n_tokens; ++j) {
       const int32_t p = c.pos0 + j;
-      tokens_.push_back(seq.tokens[p]);
+      tokens_.push_back(from_picks ? 0 : seq.tokens[p]);
       positions_.push_back(p);
       slots_.push_back(seq.block_table[p / bs] * bs + p % bs);
     }
@@ -49,7 +52,12 @@ void ModelRunner::run(const std::vector<ScheduledChunk> &plan) {
   b.slots = slots_.data();
   b.attn = cpu::AttentionBatch{int32_t(plan.size()), seq_q_start_.data(), seq_pos0_.data(), block_tables_.data(),
                                int32_t(max_blocks), bs};
-  model_->forward(b);
+  b.tokens_from_picks = from_picks;
+  return b;
+}
+
+void ModelRunner::run(const std::vector<ScheduledChunk> &plan) {
+  model_->forward(inputs(plan, false));
   const int32_t n_rows = int32_t(logit_rows_.size());
   bool all_greedy = n_rows > 0, no_processors = n_rows > 0;
   int32_t top_n = 0;
@@ -79,6 +87,30 @@ void ModelRunner::run(const std::vector<ScheduledChunk> &plan) {
   prompt_lp_start_.assign(plan.size(), 0);
   for (size_t s = 0; s < plan.size(); ++s)
     if (plan[s].seq->prompt_logprobs) teacher_force(s, plan[s], seq_q_start_[s]);
+}
+
+bool ModelRunner::chainable(const std::vector<ScheduledChunk> &plan) const {
+  for (const auto &c : plan) {
+    const Sequence &s = *c.seq;
+    if (c.n_tokens != 1 || !c.sample || s.prompt_logprobs || s.sampling.temperature > 0.f || s.sampling.logprobs > 0 ||
+        s.processors.active())
+      return false;
+  }
+  return !plan.empty() && model_->chains(int32_t(plan.size()));
+}
+
+void ModelRunner::launch_greedy(const std::vector<ScheduledChunk> &plan, bool from_picks) {
+  model_->forward(inputs(plan, from_picks));
+  model_->greedy_begin(int32_t(plan.size()));
+  launched_.push_back(int32_t(plan.size()));
+}
+
+const std::vector<int32_t> &ModelRunner::collect_greedy() {
+  if (launched_.empty()) throw std::logic_error("ModelRunner::collect_greedy: nothing launched");
+  picks_.resize(size_t(launched_.front()));
+  launched_.erase(launched_.begin());
+  model_->greedy_end(picks_.data());
+  return picks_;
 }
 
 // Every sampled row on the device (Decoder::sample): the request's uniform draw is made here, exactly as

@@ -437,6 +437,40 @@ int main(int argc, char **argv) {
       exact += std::equal(r.ids.begin(), r.ids.end(), alone[i].ids.begin());
     }
     const double batch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    // The same batch without logprobs (plain greedy: the overlapped decode, where the next step is launched before
+    // the picks of the one before are read), every third request also ending at a stop token of its own reply:
+    // ids as alone up to the decisive step, and a request whose stop token comes within it ends there (EOS), its
+    // reply cut after that token, while the step after it already ran.
+    std::vector<std::pair<uint64_t, size_t>> plain;
+    std::vector<int32_t> stops;
+    for (int k = 0; k < n_requests; ++k) {
+      const size_t i = size_t(k) % prompts.size();
+      const int len = std::max(1, int(prompts[i].greedy.size()) - (k / int(prompts.size())) % 8);
+      vt_request_params rp = vt_request_default_params();
+      rp.max_tokens = len;
+      rp.temperature = 0.f;
+      rp.logprobs = 0;
+      rp.n_stop_ids = 0;
+      const int32_t stop = k % 3 == 1 && !alone[i].ids.empty() ? alone[i].ids[size_t(k / 3) % alone[i].ids.size()] : -1;
+      if (stop >= 0) rp.stop_ids[0] = stop, rp.n_stop_ids = 1;
+      plain.emplace_back(submit_with(e, prompts[i], rp), i);
+      stops.push_back(stop);
+    }
+    for (size_t k = 0; k < plain.size(); ++k) {
+      const auto [id, i] = plain[k];
+      if (!id) continue;
+      const Result r = col.wait(id);
+      const int n = std::min<int>(prompts[i].decisive(bf16 ? bf16_tol : 1e-3), int(r.ids.size()));
+      if (!std::equal(r.ids.begin(), r.ids.begin() + n, alone[i].ids.begin()))
+        fail_check(name + " batched request of prompt " + std::to_string(i) + " without logprobs differs from it alone");
+      const int32_t stop = stops[k];
+      const auto hit = stop < 0 ? r.ids.end() : std::find(r.ids.begin(), r.ids.end(), stop);
+      if (hit != r.ids.end() && (r.finish != VT_FINISH_EOS || hit + 1 != r.ids.end()))
+        fail_check(name + " batched request " + std::to_string(k) + " without logprobs: not ended at its stop token");
+      if (hit == r.ids.end() && r.finish != VT_FINISH_LENGTH)
+        fail_check(name + " batched request " + std::to_string(k) + " without logprobs: finish " +
+                   std::to_string(r.finish) + " " + r.message);
+    }
     vt_memory_report mem{};
     vt_engine_memory(e, &mem);
     vt_engine_free(e);

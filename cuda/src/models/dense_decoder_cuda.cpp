@@ -166,6 +166,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   }
   // Sampled rows are picked on the GPU; VT_CUDA_SAMPLE=0 sends their logits to the host sampler instead.
   if (const char *e = std::getenv("VT_CUDA_SAMPLE")) sample_on_device_ = e[0] != '0';
+  if (const char *e = std::getenv("VT_CUDA_OVERLAP")) overlap_ = e[0] != '0';
   if (c_.vocab_size > cuda::Ops::kSampleMaxVocab) sample_on_device_ = false;
   const bool penalties_on_device = processors_switch(c_);
   const char *blas_env = std::getenv("VT_CUDA_CUBLASLT");
@@ -270,7 +271,8 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   workspace_bytes_ += int64_t(meta_buf_.bytes()) + (blas_ ? blas_->workspace_bytes() : 0);
   meta_pinned_ = cuda::PinnedBuffer(meta_elems_ * 4);
   staged_ = std::make_unique<cuda::Event>();
-  out_pinned_ = cuda::PinnedBuffer(size_t(R) * 8);
+  for (auto &e : picked_) e = std::make_unique<cuda::Event>();
+  out_pinned_ = cuda::PinnedBuffer(size_t(R) * 8);  // two slots of R ids (greedy_begin), or ids and logprobs
   sample_pinned_ = cuda::PinnedBuffer(size_t(R) * kSampleStagingRowBytes);
   pinned_bytes_ = int64_t(proc_pinned_.bytes() + meta_pinned_.bytes() + out_pinned_.bytes() + sample_pinned_.bytes());
   const CUdeviceptr m0 = meta_buf_.ptr();
@@ -472,10 +474,14 @@ void CudaDecoder::forward(const ForwardBatch &b) {
     if (!graphs_.has(bucket))  // capture 'first-use': this bucket's first step captures it
       graphs_.add(*ctx_, stream_->get(), bucket, p_.graph_dedup, [&](int32_t B) { record_step(B); });
     stage(b, bucket);
+    if (b.tokens_from_picks)  // the previous step's picks, still on the device (chains)
+      cuda::check(cuda::driver().cuMemcpyDtoDAsync(meta_.tokens, ids_, size_t(T) * sizeof(int32_t), stream_->get()),
+                  "cuMemcpyDtoDAsync(picks)");
     for (int i = 0; i < replays_; ++i) graphs_.launch(bucket, stream_->get());
     graph_rows_ = T, head_rows_ = T;
     return;
   }
+  if (b.tokens_from_picks) fail(VT_ERR_INTERNAL, "CudaDecoder::forward: picks as tokens outside a captured step");
   int32_t max_keys = 1;
   for (int32_t s = 0; s < a.n_seqs; ++s)
     max_keys = std::max(max_keys, a.seq_pos0[s] + a.seq_q_start[s + 1] - a.seq_q_start[s]);
@@ -541,6 +547,33 @@ bool CudaDecoder::greedy(const int32_t *rows, int32_t n, int32_t *ids) {
   }
   if (!ready) head_rows_ = 0;
   return true;
+}
+
+// A captured decode step (its argmax is in the graph, and a replayed step's rows are 0 .. n - 1), one read in flight
+// per slot, and not while timing replays (VT_CUDA_REPLAY).
+bool CudaDecoder::chains(int32_t n) const {
+  return overlap_ && replays_ == 1 && n >= 1 && n <= p_.max_logit_rows && graphs_.bucket_for(n) != 0;
+}
+
+void CudaDecoder::greedy_begin(int32_t n) {
+  if (begun_.size() >= 2 || n < 1 || n > p_.max_logit_rows || n > graph_rows_ || n > head_rows_)
+    fail(VT_ERR_INTERNAL, "CudaDecoder::greedy_begin: not after a captured decode step, or a third read");
+  ctx_->make_current();
+  const int slot = next_slot_;
+  next_slot_ ^= 1;
+  const CUstream s = stream_->get();
+  int32_t *out = out_pinned_.as<int32_t>() + int64_t(slot) * p_.max_logit_rows;
+  cuda::check(cuda::driver().cuMemcpyDtoHAsync(out, ids_, size_t(n) * sizeof(int32_t), s), "cuMemcpyDtoHAsync(picks)");
+  picked_[slot]->record(s);
+  begun_.push_back({slot, n});
+}
+
+void CudaDecoder::greedy_end(int32_t *ids) {
+  if (begun_.empty()) fail(VT_ERR_INTERNAL, "CudaDecoder::greedy_end: no read begun");
+  const auto [slot, n] = begun_.front();
+  begun_.erase(begun_.begin());
+  picked_[slot]->synchronize();
+  std::copy_n(out_pinned_.as<int32_t>() + int64_t(slot) * p_.max_logit_rows, n, ids);
 }
 
 bool CudaDecoder::applies_processors(const ProcessorLists &lists) const {

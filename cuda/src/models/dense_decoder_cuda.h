@@ -83,6 +83,9 @@ class CudaDecoder : public Decoder {
 
   void forward(const ForwardBatch &b) override;
   void project(const int32_t *rows, int32_t n, float *logits) override;
+  bool chains(int32_t n) const override;
+  void greedy_begin(int32_t n) override;
+  void greedy_end(int32_t *ids) override;
   bool greedy(const int32_t *rows, int32_t n, int32_t *ids) override;
   // Ops::sample and Ops::top_logprobs on the rows' logits (unless VT_CUDA_SAMPLE=0: the host sampler). golden_cuda
   // checks it against the host sampler: the same ids, logprobs within 1e-4, alone and batched.
@@ -233,6 +236,13 @@ class CudaDecoder : public Decoder {
   cuda::PinnedBuffer meta_pinned_, out_pinned_;
   cuda::PinnedBuffer sample_pinned_;       // SampleRows up, then ids | logprobs | top ids | top logprobs down
   std::unique_ptr<cuda::Event> staged_;    // recorded after each step's upload from meta_pinned_
+  // The overlapped decode's reads of greedy picks (greedy_begin/end): out_pinned_ holds two slots of max_logit_rows
+  // ids, each with the event recorded after its copy; begun_ lists the begun reads (slot, rows), oldest first.
+  // VT_CUDA_OVERLAP=0 turns the overlap off (the null control: every step's picks read before the next launch).
+  std::unique_ptr<cuda::Event> picked_[2];
+  std::vector<std::pair<int, int32_t>> begun_;
+  int next_slot_ = 0;
+  bool overlap_ = true;
   Meta meta_{};
   std::vector<int32_t> tiles_;             // prefill attention tiles of the step (host)
   cuda::DeviceBuffer iota_;                // 0, 1, 2, ...: the row list of a decode step
