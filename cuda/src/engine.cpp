@@ -384,26 +384,20 @@ void Engine::step() {
 void Engine::step_overlapped(std::vector<vt_step_event> &events) {
   std::vector<ScheduledChunk> plan;
   plan.swap(inflight_);
-  // The step after it, launched before its picks are read: the same sequences one token further, unless a request
-  // waits to be admitted (the next unchained step takes it) or a sequence lacks KV room (the scheduler preempts
-  // then). Left out: sequences that ended while it ran, and those its pick ends whatever it is (length).
+  // The step after it, launched before its picks are read: the same sequences one token further, row for row (its
+  // tokens are these picks where the device left them). Only when every sequence goes on: none ended while the step
+  // ran, none ends with this pick whatever it is (length), each has KV room (else the scheduler preempts), and no
+  // request waits to be admitted; otherwise the next step is planned as usual once the picks are in.
   std::vector<ScheduledChunk> next;
-  std::vector<char> in_next(plan.size(), 0);
-  if (scheduler_->n_waiting() == 0) {
-    for (size_t i = 0; i < plan.size(); ++i) {
-      const ScheduledChunk &c = plan[i];
-      Sequence &s = *c.seq;
-      if (dropped_.count(s.id) || s.n_generated() + 1 >= s.max_tokens || c.pos0 + 2 >= max_context_) continue;
-      if (!blocks_->grow(s.block_table, int64_t(c.pos0) + 2)) {
-        next.clear();
-        break;
-      }
-      next.push_back({c.seq, c.pos0 + 1, 1, true});
-      in_next[i] = 1;
-    }
-    if (!next.empty() && !runner_->chainable(next)) next.clear();
-    if (next.empty()) std::fill(in_next.begin(), in_next.end(), 0);
+  bool chain = scheduler_->n_waiting() == 0;
+  for (size_t i = 0; chain && i < plan.size(); ++i) {
+    const ScheduledChunk &c = plan[i];
+    Sequence &s = *c.seq;
+    chain = !dropped_.count(s.id) && s.n_generated() + 1 < s.max_tokens && c.pos0 + 2 < max_context_ &&
+            blocks_->grow(s.block_table, int64_t(c.pos0) + 2);
+    next.push_back({c.seq, c.pos0 + 1, 1, true});
   }
+  if (!chain || !runner_->chainable(next)) next.clear();
   const std::vector<int32_t> *picks = nullptr;
   try {
     if (!next.empty()) runner_->launch_greedy(next, true);
@@ -422,7 +416,7 @@ void Engine::step_overlapped(std::vector<vt_step_event> &events) {
   std::vector<uint64_t> finished;
   for (size_t i = 0; i < plan.size(); ++i) {
     Sequence &s = *plan[i].seq;
-    if (dropped_.count(s.id)) {  // ended while its step ran (never in next)
+    if (dropped_.count(s.id)) {  // ended while its step ran (then there is no next)
       finished.push_back(s.id);
       continue;
     }
@@ -431,7 +425,7 @@ void Engine::step_overlapped(std::vector<vt_step_event> &events) {
     SampleResult r;
     r.token = (*picks)[i];
     if (accept(s, r, ev)) {
-      if (in_next[i]) dropped_.insert(s.id);  // its row of the step now running is ignored, then it goes
+      if (!next.empty()) dropped_.insert(s.id);  // its row of the step now running is ignored, then it goes
       else finished.push_back(s.id);
     }
     events.push_back(ev);

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "sampling.h"
 
 namespace vt {
 
@@ -9,6 +13,7 @@ DenseDecoder::DenseDecoder(const ModelConfig &config, Weights weights, cpu::Thre
                            int32_t max_tokens)
     : c_(config), w_(std::move(weights)), pool_(pool), kv_(kv), max_tokens_(max_tokens) {
   rope_tables(c_, &inv_freq_, &rope_scale_);
+  if (const char *e = std::getenv("VT_CPU_OVERLAP")) overlap_ = e[0] == '1';
   const int64_t T = max_tokens, H = c_.hidden_size;
   const int64_t QD = int64_t(c_.n_heads) * c_.head_dim, KVD = int64_t(c_.n_kv_heads) * c_.head_dim;
   residual_.resize(T * H);
@@ -61,7 +66,13 @@ void DenseDecoder::forward(const ForwardBatch &b) {
   const int64_t H = c_.hidden_size;
   const float eps = c_.rms_norm_eps;
 
-  cpu::embed(w_.embed.data, w_.embed.dtype, H, b.tokens, T, residual_.data());
+  const int32_t *tokens = b.tokens;
+  if (b.tokens_from_picks) {  // the last begun read's picks (chains)
+    if (begun_.empty() || int32_t(begun_.back().size()) < T)
+      throw std::logic_error("DenseDecoder::forward: picks as tokens without the step before");
+    tokens = begun_.back().data();
+  }
+  cpu::embed(w_.embed.data, w_.embed.dtype, H, tokens, T, residual_.data());
   std::copy(residual_.begin(), residual_.begin() + T * H, normed_.begin());
   cpu::rmsnorm(pool_, normed_.data(), T, H, w_.layers[0].attn_norm.data(), eps);
 
@@ -82,6 +93,27 @@ void DenseDecoder::project(const int32_t *rows, int32_t n, float *logits) {
   const int64_t H = c_.hidden_size;
   for (int32_t i = 0; i < n; ++i) std::copy_n(normed_.data() + int64_t(rows[i]) * H, H, last_.data() + int64_t(i) * H);
   cpu::matmul(pool_, last_.data(), n, H, w_.lm_head.data, w_.lm_head.dtype, w_.lm_head.rows, nullptr, logits);
+}
+
+void DenseDecoder::greedy_begin(int32_t n) {
+  if (begun_.size() >= 2 || n < 1 || n > max_tokens_) throw std::logic_error("DenseDecoder::greedy_begin: a third read");
+  const int64_t V = w_.lm_head.rows;
+  logits_.resize(size_t(n) * size_t(V));
+  std::vector<int32_t> rows(static_cast<size_t>(n)), picks(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) rows[size_t(i)] = i;
+  project(rows.data(), n, logits_.data());
+  SamplingParams greedy;  // temperature 0, no logprobs: the argmax, ties to the lowest id
+  Rng rng;
+  SamplerScratch scratch;
+  for (int32_t i = 0; i < n; ++i)
+    picks[size_t(i)] = vt::sample(logits_.data() + int64_t(i) * V, int32_t(V), greedy, rng, scratch).token;
+  begun_.push_back(std::move(picks));
+}
+
+void DenseDecoder::greedy_end(int32_t *ids) {
+  if (begun_.empty()) throw std::logic_error("DenseDecoder::greedy_end: no read begun");
+  std::copy(begun_.front().begin(), begun_.front().end(), ids);
+  begun_.erase(begun_.begin());
 }
 
 }  // namespace vt

@@ -25,6 +25,13 @@ class DenseDecoder : public Decoder {
 
   const Weights &weights() const { return w_; }
 
+  // The overlapped decode's interface (Decoder::chains), for tests only: with VT_CPU_OVERLAP=1 the engine chains
+  // greedy decode steps here too (forward() runs at once, so nothing overlaps), which puts Engine::step_overlapped's
+  // bookkeeping under the CPU golden tests. The picks are vt::sample's greedy ones.
+  bool chains(int32_t n) const override { return overlap_ && n >= 1 && n <= max_tokens_; }
+  void greedy_begin(int32_t n) override;
+  void greedy_end(int32_t *ids) override;
+
  private:
   void attention_block(int layer, const ForwardBatch &b, KvCache &kv);
   void mlp_block(int layer, int32_t T);
@@ -46,6 +53,9 @@ class DenseDecoder : public Decoder {
   std::vector<float> proj_;      // (T, hidden) output of o_proj / down_proj before the residual add
   std::vector<float> gate_, up_; // (T, intermediate)
   std::vector<float> last_;      // (n, hidden) final-normed rows gathered for project()
+  bool overlap_ = false;                    // VT_CPU_OVERLAP=1
+  std::vector<std::vector<int32_t>> begun_;  // picks of the begun reads, oldest first (the last: the next tokens)
+  std::vector<float> logits_;                // greedy_begin's
 };
 
 }  // namespace vt

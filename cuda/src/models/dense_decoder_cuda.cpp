@@ -336,7 +336,10 @@ void CudaDecoder::stage(const ForwardBatch &b, int32_t n_pad) {
   }
   std::fill_n(tables + int64_t(n_seqs) * table_width_, int64_t(seqs_pad - n_seqs) * table_width_, 0);
   const size_t elems = size_t(tables - h) + size_t(seqs_pad) * size_t(table_width_);
-  cuda::check(cuda::driver().cuMemcpyHtoDAsync(meta_buf_.ptr(), h, elems * 4, stream_->get()), "cuMemcpyHtoDAsync(step)");
+  // A chained step's tokens are the previous step's picks, which its graph's argmax left in meta_.tokens: the rest only.
+  const size_t skip = b.tokens_from_picks ? size_t(Tm) : 0;
+  cuda::check(cuda::driver().cuMemcpyHtoDAsync(meta_buf_.ptr() + skip * 4, h + skip, (elems - skip) * 4, stream_->get()),
+              "cuMemcpyHtoDAsync(step)");
   staged_->record(stream_->get());
 }
 
@@ -441,7 +444,8 @@ void CudaDecoder::head(CUdeviceptr rows, int32_t n, bool with_argmax) {
     ops_->embed(s, final_, DType::F32, H, rows, n, last_, /*out_f32=*/true);
     linear(last_, n, lm_head_, 0, logits_, /*y_f32=*/true, /*x_f32=*/true);
   }
-  if (with_argmax) ops_->argmax(s, logits_, n, V, V, ids_, lps_);
+  // A captured step also leaves its picks as the tokens of a chained next step (stage() then uploads the rest).
+  if (with_argmax) ops_->argmax(s, logits_, n, V, V, ids_, lps_, rows == iota_.ptr() ? meta_.tokens : 0);
 }
 
 void CudaDecoder::record_step(int32_t B) {
@@ -474,9 +478,6 @@ void CudaDecoder::forward(const ForwardBatch &b) {
     if (!graphs_.has(bucket))  // capture 'first-use': this bucket's first step captures it
       graphs_.add(*ctx_, stream_->get(), bucket, p_.graph_dedup, [&](int32_t B) { record_step(B); });
     stage(b, bucket);
-    if (b.tokens_from_picks)  // the previous step's picks, still on the device (chains)
-      cuda::check(cuda::driver().cuMemcpyDtoDAsync(meta_.tokens, ids_, size_t(T) * sizeof(int32_t), stream_->get()),
-                  "cuMemcpyDtoDAsync(picks)");
     for (int i = 0; i < replays_; ++i) graphs_.launch(bucket, stream_->get());
     graph_rows_ = T, head_rows_ = T;
     return;

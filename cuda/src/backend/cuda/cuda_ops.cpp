@@ -333,13 +333,13 @@ void Ops::rope_store(CUstream s, CUdeviceptr qkv, int64_t T, int32_t n_heads, in
 }
 
 void Ops::argmax(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr out_ids,
-                 CUdeviceptr out_logprobs) {
+                 CUdeviceptr out_logprobs, CUdeviceptr also_ids) {
   if (ld == 0) ld = vocab;
   require(vocab > 0 && vocab <= (int64_t(1) << 24) && ld >= vocab && fits_int(n), "argmax shape");
   if (n == 0) return;
   const int v = int(vocab), vec = ld % 4 == 0 && logits % 16 == 0;
   const long long stride = ld;
-  ctx_.launch_pdl(argmax_, {unsigned(n)}, {1024}, 0, s, logits, stride, v, vec, out_ids, out_logprobs);
+  ctx_.launch_pdl(argmax_, {unsigned(n)}, {1024}, 0, s, logits, stride, v, vec, out_ids, out_logprobs, also_ids);
 }
 
 void Ops::sample(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr rows,

@@ -136,9 +136,10 @@ class Ops {
 
   // Greedy sampling: logits(n, vocab) fp32, rows ld elements apart (0: vocab) → out_ids(n) int32, the lowest
   // id of each row's largest value, and out_logprobs(n) fp32 (0: not written), that token's log-softmax;
-  // NaN, -inf and +inf as the CPU sampler treats them (sample.cuh). vocab <= 2^24.
+  // NaN, -inf and +inf as the CPU sampler treats them (sample.cuh). vocab <= 2^24. also_ids (0: none): the ids
+  // written there too (the decode graph's: the next step's tokens when it is chained, Decoder::chains).
   void argmax(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr out_ids,
-              CUdeviceptr out_logprobs);
+              CUdeviceptr out_logprobs, CUdeviceptr also_ids = 0);
 
   // Sampling with vt::sample's rules (temperature, top-k, top-p, min-p, one uniform draw; sampler.cuh):
   // logits(n, vocab) fp32, rows ld elements apart (0: vocab); rows(n) SampleRow (sample_rows.h) in device

@@ -1,5 +1,5 @@
 // Entry points of the sample family:
-//   vt_argmax_f32:       grid (n), block kArgmaxThreads (1024)
+//   vt_argmax_f32:       grid (n), block kArgmaxThreads (1024); also_ids (may be null): the ids again
 //   vt_sample_f32:       grid (n), block kSampleThreads (1024)
 //   vt_top_logprobs_f32: grid (n), block kSampleThreads (1024)
 //   vt_penalties_f32:    grid (n), block kPenaltyThreads (256)
@@ -11,8 +11,11 @@
 using namespace vtk;
 
 extern "C" __global__ void __launch_bounds__(kArgmaxThreads)
-    vt_argmax_f32(const float *logits, long long ld, int vocab, int vec, int32_t *out_ids, float *out_logprobs) { pdl_trigger(); pdl_wait();
+    vt_argmax_f32(const float *logits, long long ld, int vocab, int vec, int32_t *out_ids, float *out_logprobs,
+                  int32_t *also_ids) { pdl_trigger(); pdl_wait();
   argmax_row(logits, ld, vocab, vec, out_ids, out_logprobs);
+  // (thread 0 wrote the row's id: the same thread reads it back)
+  if (also_ids && threadIdx.x == 0) also_ids[blockIdx.x] = out_ids[blockIdx.x];
 }
 
 extern "C" __global__ void __launch_bounds__(kSampleThreads)
