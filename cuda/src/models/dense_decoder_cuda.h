@@ -8,7 +8,8 @@
 // (layer, K|V, n_blocks, block_size, n_kv_heads, head_dim).
 //
 // Fused for the decode step: q|k|v are one matrix (one product, then one kernel for RoPE, Qwen3's q/k norm
-// and the KV store) and gate|up are one matrix (with bf16 weights and few rows, one GEMV that also applies
+// and the KV store, or, with the fused norm on sm_90+, all of that in the product's epilogue: qkv_rope_) and gate|up
+// are one matrix (with bf16 weights and few rows, one GEMV that also applies
 // SiLU·mul). Matrices stay in their stored dtype and are widened in the kernels: the decode GEMV for bf16
 // weights and up to gemv_rows_max() rows (4 with cuBLASLt, 8 without); cuBLASLt (when the machine has it) for
 // bf16 weights and activations and more rows; the tiled GEMM for everything else. Kernels that follow one
@@ -16,7 +17,9 @@
 //
 // Decode steps (every sequence one row) up to the largest graph bucket replay a CUDA graph of the whole step:
 // the layers, the lm_head over every row and the greedy argmax; the step's integers go up in one async copy
-// from pinned memory into buffers at fixed addresses first. Other steps launch the same kernels directly.
+// from pinned memory into buffers at fixed addresses first. Other steps launch the same kernels directly. The
+// graph's argmax also writes its picks into the token slots, so a chained next step (Decoder::chains, the engine's
+// overlapped greedy decode) uploads everything but the tokens and is launched before these picks are read.
 //
 // Threads: built on the loading thread, run on the engine's step thread; each entry point makes the context
 // current first. Any CUDA failure throws vt::Error (the step loop ends that batch's requests with it).
