@@ -404,10 +404,12 @@ void Engine::step_overlapped(std::vector<vt_step_event> &events) {
     picks = &runner_->collect_greedy();
   } catch (const std::exception &ex) {
     fail_plan(plan, ex, events);  // next's sequences are plan's
-    while (runner_->launched() > 0) try {  // a launch that may be left: its read, if it fails, ends here too
+    while (runner_->launched() > 0) {  // next, when it was launched: its read is dropped (and may fail as well)
+      try {
         runner_->collect_greedy();
       } catch (const std::exception &) {
       }
+    }
     emit(events);
     return;
   }

@@ -294,9 +294,11 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
 }
 
 CudaDecoder::~CudaDecoder() {
-  // The buffers are freed by the members' destructors, on whatever thread destroys the engine.
+  // The buffers are freed by the members' destructors, on whatever thread destroys the engine; first the step still
+  // in flight (an overlapped decode step, and its copy into out_pinned_) runs out.
   try {
     ctx_->make_current();
+    cuda::synchronize(stream_->get());
   } catch (...) {
   }
 }
