@@ -125,6 +125,21 @@ struct NoPrologue {
   __device__ void operator()() const {}
 };
 
+// Per row m < M, the sum of the block's 8 warps' values v (lane m of each warp holds row m's), in warp order, in
+// thread m (threads M .. 255: meaningless). blockDim.x = 256; every thread calls it (a __syncthreads inside).
+template <int M>
+__device__ __forceinline__ float block_rows_sum(float v) {
+  __shared__ float part[8][M];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane < M) part[warp][lane] = v;
+  __syncthreads();
+  float t = 0.f;
+  if (threadIdx.x < M)
+#pragma unroll
+    for (int i = 0; i < 8; ++i) t += part[i][threadIdx.x];
+  return t;
+}
+
 // The product loop of gemv_warp (and of the fused q|k|v + RoPE form, gemv_rope.cuh): acc[r][m] += x[m] · row r of
 // the warp (wr[r], K bf16 weights), prologue() called once after the first weight loads are issued (see gemv_warp).
 template <int M, int R, class XS, class Prologue>
@@ -249,18 +264,9 @@ __device__ __forceinline__ void gemv_warp(XS &x, const bf16 *__restrict__ w, con
       }
     }
   }
-  if constexpr (OUT == GemvOut::kResidualSS) {
-    // The block's partial per row: its warps' squares summed in warp order (blockDim.x = 256: 8 warps).
-    __shared__ float squares[8][M];
-    const int warp = threadIdx.x >> 5;
-    if (lane < M) squares[warp][lane] = square;
-    __syncthreads();
-    if (threadIdx.x < M) {
-      float t = 0.f;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) t += squares[i][threadIdx.x];
-      ss_part[int64_t(threadIdx.x) * gridDim.x + blockIdx.x] = t;
-    }
+  if constexpr (OUT == GemvOut::kResidualSS) {  // the block's partial per row
+    const float t = block_rows_sum<M>(square);
+    if (threadIdx.x < M) ss_part[int64_t(threadIdx.x) * gridDim.x + blockIdx.x] = t;
   }
 }
 

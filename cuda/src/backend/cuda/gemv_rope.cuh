@@ -105,15 +105,9 @@ __device__ __forceinline__ void gemv_norm_rope_rows(const X *__restrict__ xw, co
 
   float inv = 1.f;  // lane m: 1 / rms of token m's head
   if (roped && norm_w) {  // the same for the whole cluster
-    __shared__ float squares[8][M], block_sum[M];
-    if (lane < M) squares[warp][lane] = square;
-    __syncthreads();
-    if (threadIdx.x < M) {
-      float t = 0.f;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) t += squares[i][threadIdx.x];
-      block_sum[threadIdx.x] = t;
-    }
+    __shared__ float block_sum[M];
+    const float t = block_rows_sum<M>(square);
+    if (threadIdx.x < M) block_sum[threadIdx.x] = t;
     cluster_arrive();  // block_sum is written (release) ...
     cluster_wait();    // ... and every block's is visible (acquire)
     if (lane < M) {
