@@ -432,7 +432,7 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
   }
 }
 
-void CudaDecoder::head(CUdeviceptr rows, int32_t n, bool with_argmax) {
+void CudaDecoder::head(CUdeviceptr rows, int32_t n, bool with_argmax, bool step) {
   const CUstream s = stream_->get();
   const int64_t H = c_.hidden_size, V = c_.vocab_size;
   // Gather the rows (the embedding kernel is a row gather). Up to gemv_rows_max() rows the GEMV reads the fp32
@@ -440,19 +440,19 @@ void CudaDecoder::head(CUdeviceptr rows, int32_t n, bool with_argmax) {
   if (blas_ && n > gemv_rows_max() && lm_head_.dtype == DType::BF16) {
     ops_->embed(s, final_, DType::F32, H, rows, n, last_act_, /*out_f32=*/false);
     blas_->matmul(s, last_act_, n, H, lm_head_.ptr, V, logits_, /*y_f32=*/true);
-  } else if (rows == iota_.ptr()) {  // a captured step's rows 0 .. n - 1: the gather would copy final_ as it is
+  } else if (step) {  // rows 0 .. n - 1: the gather would copy final_ as it is
     linear(final_, n, lm_head_, 0, logits_, /*y_f32=*/true, /*x_f32=*/true);
   } else {
     ops_->embed(s, final_, DType::F32, H, rows, n, last_, /*out_f32=*/true);
     linear(last_, n, lm_head_, 0, logits_, /*y_f32=*/true, /*x_f32=*/true);
   }
   // A captured step also leaves its picks as the tokens of a chained next step (stage() then uploads the rest).
-  if (with_argmax) ops_->argmax(s, logits_, n, V, V, ids_, lps_, rows == iota_.ptr() ? meta_.tokens : 0);
+  if (with_argmax) ops_->argmax(s, logits_, n, V, V, ids_, lps_, step ? meta_.tokens : 0);
 }
 
 void CudaDecoder::record_step(int32_t B) {
   layers(B, B, p_.max_context, false, 0);
-  head(iota_.ptr(), B, true);
+  head(iota_.ptr(), B, true, /*step=*/true);
 }
 
 void CudaDecoder::capture_graphs() {

@@ -140,7 +140,9 @@ class CudaDecoder : public Decoder {
   void layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi_row, int32_t n_tiles);
   // logits_(n, vocab) = lm_head(final_ rows gathered by the device row list `rows`); then, when
   // with_argmax, ids_/lps_ = their greedy token and logprob.
-  void head(CUdeviceptr rows, int32_t n, bool with_argmax);
+  // step: a captured decode step's head (rows = iota_, 0 .. n - 1), which reads final_ in place and also leaves its
+  // picks as the next step's tokens (Decoder::chains).
+  void head(CUdeviceptr rows, int32_t n, bool with_argmax, bool step = false);
   // Whether rows are 0 .. n-1 of the last graph replay, whose head already left their logits and greedy ids.
   bool replayed(const int32_t *rows, int32_t n) const;
   // head() over host row indices (m <= max_logit_rows): copies them up first.

@@ -81,24 +81,18 @@ __device__ __forceinline__ void mma_warp_states(const bf16 *__restrict__ qrow, c
   // (valid, so finite: an unused slot may hold anything) and are masked below. load_a / load_b: whether this
   // call loads that key (the first step comes in two calls, around the wait).
   uint4 ka[NB], kb[NB], va[NB], vb[NB];
+  auto load_key = [&](int p, uint4 (&kr)[NB], uint4 (&vr)[NB]) {  // this lane's part of key p and its value
+    const int64_t o = kv_row_offset(table, block_size, slot_stride, kv_off, p) + 8 * t;
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+      kr[b] = load_kv(reinterpret_cast<const uint4 *>(k_cache + o + 32 * b));
+      vr[b] = load_kv(reinterpret_cast<const uint4 *>(v_cache + o + 32 * b));
+    }
+  };
   auto load_step = [&](int base, bool load_a, bool load_b) {
     const int pa = base + g < k1 ? base + g : k0, pb = base + g + 8 < k1 ? base + g + 8 : k0;
-    if (load_a) {
-      const int64_t oa = kv_row_offset(table, block_size, slot_stride, kv_off, pa) + 8 * t;
-#pragma unroll
-      for (int b = 0; b < NB; ++b) {
-        ka[b] = load_kv(reinterpret_cast<const uint4 *>(k_cache + oa + 32 * b));
-        va[b] = load_kv(reinterpret_cast<const uint4 *>(v_cache + oa + 32 * b));
-      }
-    }
-    if (load_b) {
-      const int64_t ob = kv_row_offset(table, block_size, slot_stride, kv_off, pb) + 8 * t;
-#pragma unroll
-      for (int b = 0; b < NB; ++b) {
-        kb[b] = load_kv(reinterpret_cast<const uint4 *>(k_cache + ob + 32 * b));
-        vb[b] = load_kv(reinterpret_cast<const uint4 *>(v_cache + ob + 32 * b));
-      }
-    }
+    if (load_a) load_key(pa, ka, va);
+    if (load_b) load_key(pb, kb, vb);
   };
   int base = k0 + warp * 16;
   {
