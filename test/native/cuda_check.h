@@ -202,6 +202,7 @@ void test_gemv_swiglu(Env &env, cuda::Ops &ops);
 void test_gemv_fused(Env &env, cuda::Ops &ops);
 void test_gemv_early(Env &env, cuda::Ops &ops);
 void test_gemv_norm_rope(Env &env, cuda::Ops &ops);
+void test_embed_norm(Env &env, cuda::Ops &ops);
 void test_kv_store(Env &env, cuda::Ops &ops);
 void test_rope_store(Env &env, cuda::Ops &ops);
 void test_argmax(Env &env, cuda::Ops &ops);

@@ -370,19 +370,27 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
   // leaves the new rows' sums of squares in norm_ss_ and the rows times the next norm's weight in normed_, whose
   // product the next q|k|v or gate|up GEMV scales by 1 / rms.
   const bool fused = fused_step(T);
-  ops_->embed(s, embed_.ptr, embed_.dtype, H, meta_.tokens, T, residual_, /*out_f32=*/true);
-  ops_->rmsnorm_res32(s, residual_, T, H, layers_[0].attn_norm, eps, normed_);
+  // The first norm too, in the gather (embed_norm leaves what gemv_residual leaves): layer 0's product is fused then.
+  const bool fused_first = fused && ops_->has_embed_norm();
+  if (fused_first) {
+    ops_->embed_norm(s, embed_.ptr, embed_.dtype, H, meta_.tokens, T, residual_, layers_[0].attn_norm, normed_,
+                     norm_ss_);
+  } else {
+    ops_->embed(s, embed_.ptr, embed_.dtype, H, meta_.tokens, T, residual_, /*out_f32=*/true);
+    ops_->rmsnorm_res32(s, residual_, T, H, layers_[0].attn_norm, eps, normed_);
+  }
   for (int l = 0; l < c_.n_layers; ++l) {
     const DLayer &L = layers_[l];
+    const bool fused_in = fused && (l > 0 || fused_first);  // normed_ holds xw and norm_ss_ its partials
     // RoPE on q and k (after Qwen3's per-head norm when it has one), then k and v into the cache: in the q|k|v
     // product's epilogue (qkv_rope_), else a launch of its own. (Folding it into the decode attention instead measured
     // 0.94-0.95x on the Qwen3-0.6B shape: bench/RESULTS.md sessions 5 and 8.)
-    const bool qkv_rope = fused && l > 0 && qkv_rope_ && !skips(kSkipRope);
+    const bool qkv_rope = fused_in && qkv_rope_ && !skips(kSkipRope);
     if (qkv_rope)
       ops_->gemv_norm_rope(s, normed_, norm_ss_, T, H, eps, L.qkv.ptr, L.qkv_bias, qkv_, c_.n_heads, c_.n_kv_heads,
                            c_.head_dim, meta_.positions, inv_freq_, rope_scale_, L.q_norm, L.k_norm, meta_.slots,
                            k_cache(l), v_cache(l));
-    else if (fused && l > 0)
+    else if (fused_in)
       ops_->gemv_norm(s, normed_, norm_ss_, T, H, eps, L.qkv.ptr, L.qkv.rows, L.qkv_bias, qkv_);
     else if (!skips(kSkipQkv))
       linear(normed_, T, L.qkv, L.qkv_bias, qkv_);

@@ -212,8 +212,8 @@ void test_gemv_fused(Env &env, cuda::Ops &ops) {
                      if (!close(product, ref, tol_for(act), true, &why)) return why = "the product: " + why, false;
                      // the partials: those of the rows it left, each and summed per row (fp32 sums of 8 squares)
                      // xw: the new rows times the next norm's weight, rounded as the CPU rounds the product
-                     if (!close(download(xw, &guard), cpu_xw(got, M, N, nw, act), 0, guard, &why))
-                       return why = "xw: " + why, false;
+                     const auto got_xw = download(xw, &guard);  // before close(): argument order is unspecified
+                     if (!close(got_xw, cpu_xw(got, M, N, nw, act), 0, guard, &why)) return why = "xw: " + why, false;
                      const auto got_parts = download(parts, &guard);
                      if (!close(got_parts, cpu_ss_parts(got, M, N), 1e-5, guard, &why))
                        return why = "partial sums of squares: " + why, false;
@@ -226,6 +226,56 @@ void test_gemv_fused(Env &env, cuda::Ops &ops) {
                          return why = fmt("row %lld: partials sum to %.9g, squares to %.9g", (long long)m, sum, want),
                                 false;
                      }
+                     return true;
+                   });
+      }
+}
+
+// embed_norm: the rows as the CPU's gather gives them (exact: fp32 out), xw = rows * norm weight rounded as the CPU
+// rounds it (bitwise), and the partial sums of squares against the CPU's double sums of each 8 elements.
+void test_embed_norm(Env &env, cuda::Ops &ops) {
+  const Act act = ops.act();
+  if (!ops.has_embed_norm()) {
+    std::printf("skip embed_norm[%s]: a kernel image without it\n", cuda::act_name(act));
+    return;
+  }
+  for (DType dt : {DType::F32, DType::F16, DType::BF16})
+    for (int64_t dim : {7, 64, 1000, 1024, 4096})
+      for (int64_t T : {1, 5}) {
+        const int64_t vocab = 50 + below(1000);
+        std::vector<uint8_t> table(size_t(vocab * dim) * dtype_size(dt));
+        for (size_t i = 0; i < table.size() / dtype_size(dt); ++i) {
+          const float f = float(uni(-2, 2));
+          if (dt == DType::F32) {
+            std::memcpy(&table[i * 4], &f, 4);
+          } else {  // f16: any finite value, subnormals included (as test_embed)
+            const uint16_t h = dt == DType::BF16 ? to_bf16(f) : uint16_t(below(2) << 15 | below(31) << 10 | below(1024));
+            std::memcpy(&table[i * 2], &h, 2);
+          }
+        }
+        std::vector<int32_t> ids(static_cast<size_t>(T));
+        for (auto &id : ids) id = int32_t(below(vocab));
+        check_case(env,
+                   fmt("embed_norm[%s] table %s dim %lld T %lld", cuda::act_name(act), dtype_name(dt), (long long)dim,
+                       (long long)T),
+                   [&](std::string &why) {
+                     const auto nw = rand_act(size_t(dim), Act::F32, 0.5, 1.5);
+                     DeviceBuffer dtable = upload_raw(table), dids = upload_raw(ids), dnw = upload_raw(nw);
+                     Dev res = poisoned(size_t(T * dim), Act::F32), xw = poisoned(size_t(T * dim), act),
+                         parts = poisoned(size_t(T * cuda::Ops::norm_parts(dim)), Act::F32);
+                     ops.embed_norm(env.stream.get(), dtable.ptr(), dt, dim, dids.ptr(), T, res.ptr(), dnw.ptr(),
+                                    xw.ptr(), parts.ptr());
+                     std::vector<float> rows(size_t(T * dim));
+                     cpu::embed(table.data(), dt, dim, ids.data(), T, rows.data());
+                     // Each download before its close(): the order a call's arguments are evaluated in is unspecified.
+                     bool guard = false;
+                     const auto got_res = download(res, &guard);
+                     if (!close(got_res, rows, 0, guard, &why)) return why = "residual: " + why, false;
+                     const auto got_xw = download(xw, &guard);
+                     if (!close(got_xw, cpu_xw(rows, T, dim, nw, act), 0, guard, &why)) return why = "xw: " + why, false;
+                     const auto got_parts = download(parts, &guard);
+                     if (!close(got_parts, cpu_ss_parts(rows, T, dim), 1e-6, guard, &why))
+                       return why = "partial sums of squares: " + why, false;
                      return true;
                    });
       }

@@ -46,6 +46,7 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
     embed_[0][int(dt)] = ctx.function(std::string("vt_embed_") + table_name(dt) + "_to_" + a);
     embed_[1][int(dt)] = ctx.function(std::string("vt_embed_") + table_name(dt) + "_to_f32");
+    embed_norm_[int(dt)] = ctx.find_function(std::string("vt_embed_norm_") + table_name(dt) + "_to_" + a);
   }
   rmsnorm_ = ctx.function("vt_rmsnorm_" + a);
   add_rmsnorm_ = ctx.function("vt_add_rmsnorm_" + a);
@@ -126,6 +127,14 @@ void Ops::embed(CUstream s, CUdeviceptr table, DType dt, int64_t dim, CUdevicept
   if (T == 0) return;
   const int d = int(dim);
   ctx_.launch_pdl(embed_[out_f32 ? 1 : 0][int(dt)], {unsigned(T)}, {256}, 0, s, table, d, ids, out);
+}
+
+void Ops::embed_norm(CUstream s, CUdeviceptr table, DType dt, int64_t dim, CUdeviceptr ids, int64_t T,
+                     CUdeviceptr residual, CUdeviceptr norm_w, CUdeviceptr xw, CUdeviceptr ss_part) {
+  require(has_embed_norm() && fits_int(dim) && dim > 0 && T >= 0 && T <= INT_MAX, "embed_norm shape (or a build without it)");
+  if (T == 0) return;
+  const int d = int(dim);
+  ctx_.launch_pdl(embed_norm_[int(dt)], {unsigned(T)}, {256}, 0, s, table, d, ids, residual, norm_w, xw, ss_part);
 }
 
 void Ops::rmsnorm(CUstream s, CUdeviceptr x, int64_t rows, int64_t dim, CUdeviceptr weight, float eps, CUdeviceptr out) {

@@ -92,6 +92,13 @@ class Ops {
   // decode step's default (VT_CUDA_FUSED_NORM=0 for the separate kernels); fused_gemv_available() says whether
   // the kernels were found (a build without them uses the separate kernels).
   static int64_t norm_parts(int64_t n) { return (n + 7) / 8; }
+  // The step's first rows as a gemv_residual leaves them for the fused norm's next product: residual(T, dim) fp32 =
+  // table[ids[t]] (embed's fp32 output), xw(T, dim) = residual * norm_w in the activation type, ss_part(T,
+  // norm_parts(dim)) their partial sums of squares. In place of embed + rmsnorm_res32 when the first layer's q|k|v
+  // product is a fused-norm one (gemv_norm, gemv_norm_rope). has_embed_norm(): the kernel image has it.
+  bool has_embed_norm() const { return fused_ && embed_norm_[0] && embed_norm_[1] && embed_norm_[2]; }
+  void embed_norm(CUstream s, CUdeviceptr table, DType dt, int64_t dim, CUdeviceptr ids, int64_t T,
+                  CUdeviceptr residual, CUdeviceptr norm_w, CUdeviceptr xw, CUdeviceptr ss_part);
   bool fused_gemv_available() const { return fused_; }
   // Whether this Ops launches the GEMVs' *_early kernels (gemv.cuh's EARLY: first weight loads before the PDL
   // wait; same results): under PDL unless VT_CUDA_EARLY_LOADS=0 (the null control; bench/RESULTS.md).
@@ -223,6 +230,7 @@ class Ops {
   Context &ctx_;
   Act act_;
   CUfunction embed_[2][3];  // [out_f32][table DType]
+  CUfunction embed_norm_[3] = {};  // [table DType]; null where the image lacks them
   CUfunction rmsnorm_, add_rmsnorm_, rope_, silu_mul_, kv_store_;
   CUfunction rmsnorm_res32_, rmsnorm_f32_, add_rmsnorm_res32_[2][2];  // [x_f32][out_f32]
   CUfunction gemv_[2][4];       // [y_f32][log2 M]
