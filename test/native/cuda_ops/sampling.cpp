@@ -57,7 +57,7 @@ Greedy greedy_ref(const float *x, int32_t vocab) {
 // one logprob), within 1e-5. Rows ld elements apart, the gap and a tail past the last row filled with 1e30
 // (it wins if read); variants take the 16-byte path (row starts aligned) and the scalar one (ld % 4 != 0, or
 // the logits one element into the buffer). Outputs poisoned, with a guard.
-void test_argmax(Env &env, cuda::Ops &ops) {
+static void argmax_cases(Env &env, cuda::Ops &ops, const char *form) {
   struct Variant { int32_t ld_extra, offset; };
   const Variant variants[] = {{0, 0}, {3, 0}, {4, 0}, {64, 1}};
   SamplerScratch scratch;
@@ -70,7 +70,7 @@ void test_argmax(Env &env, cuda::Ops &ops) {
         if (g_small && vocab * n > 1000000) continue;
         const int64_t ld = vocab + var.ld_extra;
         check_case(env,
-                   fmt("argmax n %lld vocab %d ld %lld%s", (long long)n, vocab, (long long)ld,
+                   fmt("argmax%s n %lld vocab %d ld %lld%s", form, (long long)n, vocab, (long long)ld,
                        var.offset ? " (logits misaligned)" : ""),
                    [&](std::string &why) {
                      const int kind0 = int(below(8));  // rows cycle through the kinds from a random start
@@ -112,22 +112,38 @@ void test_argmax(Env &env, cuda::Ops &ops) {
                          return false;
                        }
                      }
-                     // without logprobs (out_logprobs 0): the same ids
+                     // without logprobs (out_logprobs 0), the ids also into also_ids (a chained step's tokens)
+                     DeviceBuffer also(size_t(n + guard) * 4);
                      ids.fill_bytes(env.stream.get(), 0xff);
-                     ops.argmax(env.stream.get(), dl.ptr() + CUdeviceptr(var.offset * 4), n, vocab, ld, ids.ptr(), 0);
+                     also.fill_bytes(env.stream.get(), 0xff);
+                     ops.argmax(env.stream.get(), dl.ptr() + CUdeviceptr(var.offset * 4), n, vocab, ld, ids.ptr(), 0,
+                                also.ptr());
                      env.stream.synchronize();
-                     std::vector<int32_t> again(size_t(n + guard));
+                     std::vector<int32_t> again(size_t(n + guard)), again_also(size_t(n + guard));
                      ids.download(env.stream.get(), again.data(), ids.bytes());
+                     also.download(env.stream.get(), again_also.data(), also.bytes());
                      for (int64_t r = 0; r < n; ++r)
-                       if (again[size_t(r)] != got_id[size_t(r)])
-                         return why = fmt("row %lld: id %d without logprobs, %d with", (long long)r, again[size_t(r)],
-                                          got_id[size_t(r)]),
+                       if (again[size_t(r)] != got_id[size_t(r)] || again_also[size_t(r)] != got_id[size_t(r)])
+                         return why = fmt("row %lld: id %d without logprobs (also_ids %d), %d with", (long long)r,
+                                          again[size_t(r)], again_also[size_t(r)], got_id[size_t(r)]),
                                 false;
+                     for (size_t i = size_t(n); i < size_t(n + guard); ++i)
+                       if (again_also[i] != -1) return why = "also_ids: wrote past the end", false;
                      return true;
                    });
       }
 }
 
+// Both forms: a row over a cluster of blocks (sm_90+, what Ops launches there) and one block a row (the other GPUs,
+// and VT_CUDA_ARGMAX_PARTS=0).
+void test_argmax(Env &env, cuda::Ops &ops) {
+  argmax_cases(env, ops, ops.argmax_parts() ? " [row over a cluster]" : " [one block a row]");
+  if (!ops.argmax_parts()) return;
+  setenv("VT_CUDA_ARGMAX_PARTS", "0", 1);
+  cuda::Ops single(env.ctx, ops.act());
+  unsetenv("VT_CUDA_ARGMAX_PARTS");
+  argmax_cases(env, single, " [one block a row]");
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Sampling on the GPU (Ops::sample) against the CPU sampler (vt::sample, the same u from the same Rng) and

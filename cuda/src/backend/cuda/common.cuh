@@ -82,6 +82,42 @@ __device__ __forceinline__ void pdl_wait() {
 #endif
 }
 
+// Thread-block clusters (sm_90+; no-ops on older targets, whose kernels are built without clusters):
+// cluster_arrive() / cluster_wait() are the two halves of the cluster-wide barrier (release, then acquire);
+// cluster_load reads a float of another block's shared memory; cluster_rank is this block's rank in its cluster.
+__device__ __forceinline__ void cluster_arrive() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+// The float at `local` (a __shared__ address of this block) in the shared memory of cluster block `rank`.
+__device__ __forceinline__ float cluster_load(const float *local, unsigned rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned a = unsigned(__cvta_generic_to_shared(local));
+  unsigned remote;
+  float v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+#else
+  return *local;
+#endif
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+#else
+  return 0;
+#endif
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -116,6 +116,8 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
     }
   rope_store_ = ctx.function("vt_rope_store_" + a);
   argmax_ = ctx.function("vt_argmax_f32");
+  if (const char *e = std::getenv("VT_CUDA_ARGMAX_PARTS"); !(e && e[0] == '0'))
+    argmax_parts_ = ctx.find_function("vt_argmax_parts_f32");
   sample_ = ctx.function("vt_sample_f32");
   penalties_ = ctx.function("vt_penalties_f32");
   top_logprobs_ = ctx.function("vt_top_logprobs_f32");
@@ -348,7 +350,11 @@ void Ops::argmax(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64
   if (n == 0) return;
   const int v = int(vocab), vec = ld % 4 == 0 && logits % 16 == 0;
   const long long stride = ld;
-  ctx_.launch_pdl(argmax_, {unsigned(n)}, {1024}, 0, s, logits, stride, v, vec, out_ids, out_logprobs, also_ids);
+  if (argmax_parts_)
+    ctx_.launch_pdl(argmax_parts_, {unsigned(n), kArgmaxParts}, {1024}, 0, s, logits, stride, v, vec, out_ids,
+                    out_logprobs, also_ids);
+  else
+    ctx_.launch_pdl(argmax_, {unsigned(n)}, {1024}, 0, s, logits, stride, v, vec, out_ids, out_logprobs, also_ids);
 }
 
 void Ops::sample(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr rows,

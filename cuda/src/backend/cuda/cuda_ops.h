@@ -145,8 +145,10 @@ class Ops {
   // id of each row's largest value, and out_logprobs(n) fp32 (0: not written), that token's log-softmax;
   // NaN, -inf and +inf as the CPU sampler treats them (sample.cuh). vocab <= 2^24. also_ids (0: none): the ids
   // written there too (the decode graph's: the next step's tokens when it is chained, Decoder::chains).
+  // On sm_90+ each row is split over a cluster of kArgmaxParts blocks (VT_CUDA_ARGMAX_PARTS=0: one block a row).
   void argmax(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr out_ids,
               CUdeviceptr out_logprobs, CUdeviceptr also_ids = 0);
+  bool argmax_parts() const { return argmax_parts_ != nullptr; }
 
   // Sampling with vt::sample's rules (temperature, top-k, top-p, min-p, one uniform draw; sampler.cuh):
   // logits(n, vocab) fp32, rows ld elements apart (0: vocab); rows(n) SampleRow (sample_rows.h) in device
@@ -252,6 +254,8 @@ class Ops {
   CUfunction attention_split_mma_[3] = {};  // split-K on tensor cores, bf16 activations only: head_dim 64, 128, 256
   CUfunction attention_prefill_[2] = {};  // bf16 activations only: head_dim 64, 128
   CUfunction rope_store_, argmax_, sample_, penalties_, top_logprobs_;
+  CUfunction argmax_parts_ = nullptr;  // sm_90+: a row over a cluster of kArgmaxParts blocks
+  static constexpr unsigned kArgmaxParts = 8;  // sample.cuh's
 };
 
 }  // namespace vt::cuda

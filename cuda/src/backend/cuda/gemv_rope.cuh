@@ -25,30 +25,6 @@
 
 namespace vtk {
 
-__device__ __forceinline__ void cluster_arrive() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void cluster_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-#endif
-}
-// The float at `local` (a __shared__ address of this block) in the shared memory of cluster block `rank`.
-__device__ __forceinline__ float cluster_load(const float *local, unsigned rank) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const unsigned a = unsigned(__cvta_generic_to_shared(local));
-  unsigned remote;
-  float v;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(rank));
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
-  return v;
-#else
-  return *local;
-#endif
-}
-
 // Grid (n_units * HD / 16) with n_units = n_heads + 2 n_kv_heads, block 256, cluster (HD / 16): block b serves head
 // unit b / (HD / 16) and its warp w the pair p = (b % (HD / 16)) * 8 + w. EARLY as gemv_norm_rows.
 template <int M, int HD, class X, bool EARLY>

@@ -1,5 +1,6 @@
 // Entry points of the sample family:
 //   vt_argmax_f32:       grid (n), block kArgmaxThreads (1024); also_ids (may be null): the ids again
+//   vt_argmax_parts_f32: the same, grid (n, kArgmaxParts), clusters of kArgmaxParts along y (sm_90+ only)
 //   vt_sample_f32:       grid (n), block kSampleThreads (1024)
 //   vt_top_logprobs_f32: grid (n), block kSampleThreads (1024)
 //   vt_penalties_f32:    grid (n), block kPenaltyThreads (256)
@@ -17,6 +18,16 @@ extern "C" __global__ void __launch_bounds__(kArgmaxThreads)
   // (thread 0 wrote the row's id: the same thread reads it back)
   if (also_ids && threadIdx.x == 0) also_ids[blockIdx.x] = out_ids[blockIdx.x];
 }
+
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+extern "C" __global__ void __launch_bounds__(kArgmaxThreads) __cluster_dims__(1, kArgmaxParts, 1)
+    vt_argmax_parts_f32(const float *logits, long long ld, int vocab, int vec, int32_t *out_ids, float *out_logprobs,
+                        int32_t *also_ids) {
+  pdl_trigger();
+  pdl_wait();
+  argmax_row_parts(logits, ld, vocab, vec, out_ids, out_logprobs, also_ids);
+}
+#endif
 
 extern "C" __global__ void __launch_bounds__(kSampleThreads)
     vt_sample_f32(const float *logits, long long ld, int vocab, int vec, const vt::cuda::SampleRow *rows,
