@@ -70,7 +70,8 @@ static void argmax_cases(Env &env, cuda::Ops &ops, const char *form) {
         if (g_small && vocab * n > 1000000) continue;
         const int64_t ld = vocab + var.ld_extra;
         check_case(env,
-                   fmt("argmax%s n %lld vocab %d ld %lld%s", form, (long long)n, vocab, (long long)ld,
+                   fmt("argmax%s n %lld vocab %d ld %lld%s", ops.argmax_parts(n) ? form : " [one block a row]",
+                       (long long)n, vocab, (long long)ld,
                        var.offset ? " (logits misaligned)" : ""),
                    [&](std::string &why) {
                      const int kind0 = int(below(8));  // rows cycle through the kinds from a random start
@@ -134,11 +135,11 @@ static void argmax_cases(Env &env, cuda::Ops &ops, const char *form) {
       }
 }
 
-// Both forms: a row over a cluster of blocks (sm_90+, what Ops launches there) and one block a row (the other GPUs,
-// and VT_CUDA_ARGMAX_PARTS=0).
+// Both forms: a row over a cluster of blocks (sm_90+, what Ops launches there for few rows) and one block a row (the
+// other GPUs, larger batches, and VT_CUDA_ARGMAX_PARTS=0).
 void test_argmax(Env &env, cuda::Ops &ops) {
-  argmax_cases(env, ops, ops.argmax_parts() ? " [row over a cluster]" : " [one block a row]");
-  if (!ops.argmax_parts()) return;
+  argmax_cases(env, ops, " [row over a cluster]");
+  if (!ops.argmax_parts(1)) return;
   setenv("VT_CUDA_ARGMAX_PARTS", "0", 1);
   cuda::Ops single(env.ctx, ops.act());
   unsetenv("VT_CUDA_ARGMAX_PARTS");

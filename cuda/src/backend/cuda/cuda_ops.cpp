@@ -350,7 +350,7 @@ void Ops::argmax(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64
   if (n == 0) return;
   const int v = int(vocab), vec = ld % 4 == 0 && logits % 16 == 0;
   const long long stride = ld;
-  if (argmax_parts_)
+  if (argmax_parts(n))
     ctx_.launch_pdl(argmax_parts_, {unsigned(n), kArgmaxParts}, {1024}, 0, s, logits, stride, v, vec, out_ids,
                     out_logprobs, also_ids);
   else
