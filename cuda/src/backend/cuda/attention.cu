@@ -2,7 +2,8 @@
 //   vt_paged_attention_<act>_d<32 * VPL>: grid (n_heads, T), block 128; head_dim <= 32 * VPL
 //   vt_kv_store_<act>: grid (T), block 128.
 //   vt_attention_split_<act>_d<32 * VPL>, vt_attention_split_bf16_mma_hd<HD>: split-K decode attention
-//     (attention_split.cuh), grid (T, n_kv_heads, n_splits), block 128, dynamic shared memory as said there.
+//     (attention_split.cuh), grid (T, n_kv_heads, n_splits), block 128, dynamic shared memory as said there;
+//     vt_attention_split_bf16_mma_hd<HD>_cluster: the same with n_splits = kSplitCluster as one cluster (sm_90+).
 #include "attention.cuh"
 #include "attention_split.cuh"
 
@@ -61,3 +62,17 @@ VT_KV_STORE(bf16, bf16)
   M(P##_bf16_mma_hd256, bf16, 0, 256, 1)
 
 VT_SPLIT_FAMILY(VT_ATTENTION_SPLIT, vt_attention_split)
+
+// The cluster form (attention_split.cuh's cluster_merge): kSplitCluster splits of a (row, kv head) as one cluster,
+// grid (T, n_kv_heads, kSplitCluster); sm_90+ only.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define VT_ATTENTION_SPLIT_CLUSTER(HD)                                                                        \
+  extern "C" __global__ void __launch_bounds__(kSplitWarps * 32, 1) __cluster_dims__(1, 1, kSplitCluster)    \
+      vt_attention_split_bf16_mma_hd##HD##_cluster(VT_SPLIT_PARAMS(bf16)) {                                   \
+    pdl_trigger();                                                                                           \
+    attention_split<bf16, 0, HD, kSplitCluster>(VT_SPLIT_ARGS);                                              \
+  }
+VT_ATTENTION_SPLIT_CLUSTER(64)
+VT_ATTENTION_SPLIT_CLUSTER(128)
+VT_ATTENTION_SPLIT_CLUSTER(256)
+#endif

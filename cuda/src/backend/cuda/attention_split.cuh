@@ -33,6 +33,7 @@ constexpr int kSplitWarps = 4;
 constexpr int kSplitKeys = 64;    // split lengths are multiples of this: one 16-key tensor-core step per warp
 constexpr int kMaxSplits = 256;   // the host never asks for more (the merge keeps 8 per lane)
 constexpr int kSimtKeys = 4;      // keys per warp step on CUDA cores
+constexpr int kSplitCluster = 8;  // the cluster form's splits (the portable cluster size)
 
 // The CUDA-core warp (fp32 activations, and bf16 head dims or alignments the tensor-core warp does not take):
 // the same state as mma_warp_states, for any head_dim <= 32 * VPL. Lane i holds dims i, i + 32, ... (below
@@ -93,6 +94,59 @@ __device__ __forceinline__ void simt_warp_states(const T *__restrict__ qrow, con
   }
 }
 
+// The cluster form's end (CLUSTER splits of one (row, kv head), one thread-block cluster, sm_90+): each block merges
+// its warps into its split's state (m, l, acc in the log2 domain; an idle block: m = -inf, l = acc = 0) in its own
+// shared memory (part: G m, G l, G * hd acc floats), then block r writes the r-th slice of the G * hd outputs,
+// merging the CLUSTER states read through distributed shared memory in split order, with the ticket merge's
+// arithmetic (weights exp2(m - max) / l, then the weighted sum in split order). No partials in global memory, no
+// fence or ticket: at batch 1 the ticket merge's chain (store, fence, atomic, L2 reads in the last block) is most
+// of what the attention adds to a step.
+template <class T, int CLUSTER>
+__device__ __forceinline__ void cluster_merge(bool active, int G, int hd, const float *s_m, const float *s_l,
+                                              const float *s_acc, float *part, T *__restrict__ out) {
+  float *p_m = part, *p_l = part + G, *p_acc = part + 2 * G;
+  for (int i = threadIdx.x; i < G * hd; i += blockDim.x) {
+    const int g = i / hd, d = i - g * hd;
+    float mx = -INFINITY, l = 0.f, a = 0.f;
+    if (active) {
+#pragma unroll
+      for (int w = 0; w < kSplitWarps; ++w) mx = fmaxf(mx, s_m[w * G + g]);  // finite: warp 0 had key k0
+#pragma unroll
+      for (int w = 0; w < kSplitWarps; ++w) {
+        const float c = exp2f(s_m[w * G + g] - mx);  // 0 for a warp without keys
+        l = fmaf(c, s_l[w * G + g], l);
+        a = fmaf(c, s_acc[(w * G + g) * hd + d], a);
+      }
+    }
+    p_acc[i] = a;
+    if (d == 0) p_m[g] = mx, p_l[g] = l;
+  }
+  cluster_arrive();
+  cluster_wait();  // every split's state visible
+  const int n_cols = G * hd, per = (n_cols + CLUSTER - 1) / CLUSTER;
+  const unsigned rank = cluster_rank();
+  const int c1 = min(n_cols, int(rank + 1) * per);
+  for (int i = int(rank) * per + threadIdx.x; i < c1; i += blockDim.x) {
+    const int g = i / hd;
+    float m[CLUSTER], mx = -INFINITY;
+#pragma unroll
+    for (int r = 0; r < CLUSTER; ++r) m[r] = cluster_load(&p_m[g], unsigned(r)), mx = fmaxf(mx, m[r]);
+    float l = 0.f;
+#pragma unroll
+    for (int r = 0; r < CLUSTER; ++r) {
+      m[r] = exp2f(m[r] - mx);  // 0 for an idle split (m = -inf; split 0 always has keys, so mx is finite)
+      l = fmaf(m[r], cluster_load(&p_l[g], unsigned(r)), l);
+    }
+    const float inv = 1.f / l;
+    float a = 0.f;
+#pragma unroll
+    for (int r = 0; r < CLUSTER; ++r) a = fmaf(m[r] * inv, cluster_load(&p_acc[i], unsigned(r)), a);
+    out[i] = from_f32<T>(a);
+  }
+  cluster_arrive();
+  cluster_wait();  // no block leaves while another may still read its part
+}
+
 __host__ __device__ constexpr int64_t split_smem_floats(int G, int head_dim, int n_splits) {
   return kSplitWarps * G * (head_dim + 2) > G * n_splits ? kSplitWarps * G * (head_dim + 2) : G * n_splits;
 }
@@ -104,7 +158,7 @@ __host__ __device__ constexpr int64_t split_smem_floats(int G, int head_dim, int
 // VPL, which waits first. Workspace: tickets (T, n_kv_heads) uint32, part_ml (T, n_heads, n_splits, 2) floats (m, l),
 // part_acc (T, n_heads, n_splits, head_dim) floats; unused when n_splits == 1. Dynamic shared memory:
 // split_smem_floats floats.
-template <class T, int VPL, int MMA_HD>
+template <class T, int VPL, int MMA_HD, int CLUSTER = 0>
 __device__ __forceinline__ void attention_split(const T *__restrict__ q, int64_t q_row_stride,
                                                 const T *__restrict__ k_cache, const T *__restrict__ v_cache,
                                                 const int32_t *__restrict__ seq_q_start,
@@ -125,7 +179,8 @@ __device__ __forceinline__ void attention_split(const T *__restrict__ q, int64_t
   const int want = min(n_splits, (n_keys + split_keys - 1) / split_keys);
   const int len = ((n_keys + want - 1) / want + kSplitKeys - 1) / kSplitKeys * kSplitKeys;
   const int n_active = (n_keys + len - 1) / len;  // <= want
-  if (split >= n_active) return;
+  const bool active = split < n_active;  // a cluster's idle blocks stay for its barriers
+  if (!CLUSTER && !active) return;
   const int k0 = split * len, k1 = min(k0 + len, n_keys);
 
   const int G = n_heads / n_kv_heads, hd = MMA_HD ? MMA_HD : head_dim;
@@ -134,7 +189,12 @@ __device__ __forceinline__ void attention_split(const T *__restrict__ q, int64_t
   const int32_t *table = block_tables + int64_t(lo) * max_blocks;
   const int64_t slot_stride = int64_t(n_kv_heads) * hd, kv_off = int64_t(kvh) * hd;
   const float scale_log2 = scale * 1.4426950408889634f;
-  if constexpr (MMA_HD > 0) {
+  if constexpr (CLUSTER > 0) {
+    static_assert(MMA_HD > 0, "the cluster form is the tensor-core warp's");
+    if (active)
+      mma_warp_states<MMA_HD, kSplitWarps>(qrow, k_cache, v_cache, table, block_size, slot_stride, kv_off, G,
+                                           scale_log2, k0, k1, fresh, s_m, s_l, s_acc);
+  } else if constexpr (MMA_HD > 0) {
     mma_warp_states<MMA_HD, kSplitWarps>(qrow, k_cache, v_cache, table, block_size, slot_stride, kv_off, G,
                                          scale_log2, k0, k1, fresh, s_m, s_l, s_acc);
   } else {
@@ -144,109 +204,114 @@ __device__ __forceinline__ void attention_split(const T *__restrict__ q, int64_t
   }
   __syncthreads();
 
-  // Merge the warps: the output when the row has one split, else this split's partial.
   const int64_t head0 = int64_t(row) * n_heads + int64_t(kvh) * G;  // the group's first (row, head)
-  for (int i = threadIdx.x; i < G * hd; i += blockDim.x) {
-    const int g = i / hd, d = i - g * hd;
-    float mx = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kSplitWarps; ++w) mx = fmaxf(mx, s_m[w * G + g]);  // finite: warp 0 had key k0
-    float l = 0.f, a = 0.f;
-#pragma unroll
-    for (int w = 0; w < kSplitWarps; ++w) {
-      const float c = exp2f(s_m[w * G + g] - mx);  // 0 for a warp without keys
-      l = fmaf(c, s_l[w * G + g], l);
-      a = fmaf(c, s_acc[(w * G + g) * hd + d], a);
-    }
-    if (n_active == 1) {
-      out[(head0 + g) * hd + d] = from_f32<T>(a / l);
-    } else {
-      const int64_t ps = (head0 + g) * n_splits + split;
-      part_acc[ps * hd + d] = a;
-      if (d == 0) part_ml[2 * ps] = mx, part_ml[2 * ps + 1] = l;
-    }
-  }
-  if (n_active == 1) return;
-
-  // Ticket: the partial stores of every thread are ordered before thread 0's fence and increment (the fence is
-  // cumulative over what the barrier made visible to it), and the last block reads them after its own fence.
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned *ticket = tickets + (int64_t(row) * n_kv_heads + kvh);
-    __threadfence();
-    const bool last = atomicAdd(ticket, 1u) == unsigned(n_active - 1);
-    if (last) {
-      atomicExch(ticket, 0u);  // every block of this (row, kv head) has counted: ready for the next launch
-      __threadfence();
-    }
-    s_last = last;
-  }
-  __syncthreads();
-  if (!s_last) return;
-
-  // Weights of the splits per head (shared memory (G, n_active), the warp states no longer needed): lane i
-  // holds splits i, i + 32, ... (n_active <= kMaxSplits = 32 * 8). Partials are read through L2 (__ldcg): they
-  // were written by other SMs during this launch.
-  float *s_w = smem;
-  for (int g = warp; g < G; g += kSplitWarps) {
-    const float *ml = part_ml + 2 * (head0 + g) * n_splits;
-    float mv[kMaxSplits / 32], lv[kMaxSplits / 32];
-    float mx = -INFINITY;
-#pragma unroll
-    for (int k = 0; k < kMaxSplits / 32; ++k) {
-      const int sp = lane + 32 * k;
-      mv[k] = sp < n_active ? __ldcg(ml + 2 * sp) : -INFINITY;
-      lv[k] = sp < n_active ? __ldcg(ml + 2 * sp + 1) : 0.f;
-      mx = fmaxf(mx, mv[k]);
-    }
-    mx = warp_max(mx);
-    float l = 0.f;
-#pragma unroll
-    for (int k = 0; k < kMaxSplits / 32; ++k) {
-      mv[k] = exp2f(mv[k] - mx);  // 0 past n_active
-      l = fmaf(mv[k], lv[k], l);
-    }
-    const float inv = 1.f / warp_sum(l);
-#pragma unroll
-    for (int k = 0; k < kMaxSplits / 32; ++k)
-      if (lane + 32 * k < n_active) s_w[g * n_active + lane + 32 * k] = mv[k] * inv;
-  }
-  __syncthreads();
-
-  // out = sum over splits, in split order, of weight * acc. Each thread takes 4 columns at once and loads 8
-  // splits of each before using any, so 32 L2 reads are in flight rather than one.
-  constexpr int kCols = 4, kSplitBatch = 8;
-  const int n_cols = G * hd;
-  for (int i0 = threadIdx.x; i0 < n_cols; i0 += kCols * blockDim.x) {
-    const float *src[kCols];
-    const float *wt[kCols];
-    float a[kCols];
-#pragma unroll
-    for (int c = 0; c < kCols; ++c) {
-      const int i = min(i0 + c * int(blockDim.x), n_cols - 1);  // a column past the end repeats the last one
+  if constexpr (CLUSTER > 0) {
+    cluster_merge<T, CLUSTER>(active, G, hd, s_m, s_l, s_acc, smem + kSplitWarps * G * (hd + 2), out + head0 * hd);
+  } else {
+    // Merge the warps: the output when the row has one split, else this split's partial.
+    for (int i = threadIdx.x; i < G * hd; i += blockDim.x) {
       const int g = i / hd, d = i - g * hd;
-      src[c] = part_acc + (head0 + g) * n_splits * hd + d;
-      wt[c] = s_w + g * n_active;
-      a[c] = 0.f;
+      float mx = -INFINITY;
+  #pragma unroll
+      for (int w = 0; w < kSplitWarps; ++w) mx = fmaxf(mx, s_m[w * G + g]);  // finite: warp 0 had key k0
+      float l = 0.f, a = 0.f;
+  #pragma unroll
+      for (int w = 0; w < kSplitWarps; ++w) {
+        const float c = exp2f(s_m[w * G + g] - mx);  // 0 for a warp without keys
+        l = fmaf(c, s_l[w * G + g], l);
+        a = fmaf(c, s_acc[(w * G + g) * hd + d], a);
+      }
+      if (n_active == 1) {
+        out[(head0 + g) * hd + d] = from_f32<T>(a / l);
+      } else {
+        const int64_t ps = (head0 + g) * n_splits + split;
+        part_acc[ps * hd + d] = a;
+        if (d == 0) part_ml[2 * ps] = mx, part_ml[2 * ps + 1] = l;
+      }
     }
-    for (int s0 = 0; s0 < n_active; s0 += kSplitBatch) {
-      float v[kCols][kSplitBatch];
-#pragma unroll
-      for (int c = 0; c < kCols; ++c)
-#pragma unroll
-        for (int j = 0; j < kSplitBatch; ++j) v[c][j] = s0 + j < n_active ? __ldcg(src[c] + int64_t(s0 + j) * hd) : 0.f;
-#pragma unroll
-      for (int c = 0; c < kCols; ++c)
-#pragma unroll
-        for (int j = 0; j < kSplitBatch; ++j)
-          if (s0 + j < n_active) a[c] = fmaf(wt[c][s0 + j], v[c][j], a[c]);
+    if (n_active == 1) return;
+
+    // Ticket: the partial stores of every thread are ordered before thread 0's fence and increment (the fence is
+    // cumulative over what the barrier made visible to it), and the last block reads them after its own fence.
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned *ticket = tickets + (int64_t(row) * n_kv_heads + kvh);
+      __threadfence();
+      const bool last = atomicAdd(ticket, 1u) == unsigned(n_active - 1);
+      if (last) {
+        atomicExch(ticket, 0u);  // every block of this (row, kv head) has counted: ready for the next launch
+        __threadfence();
+      }
+      s_last = last;
     }
-#pragma unroll
-    for (int c = 0; c < kCols; ++c) {
-      const int i = i0 + c * int(blockDim.x);
-      if (i < n_cols) {
+    __syncthreads();
+    if (!s_last) return;
+
+    // Weights of the splits per head (shared memory (G, n_active), the warp states no longer needed): lane i
+    // holds splits i, i + 32, ... (n_active <= kMaxSplits = 32 * 8). Partials are read through L2 (__ldcg): they
+    // were written by other SMs during this launch.
+    float *s_w = smem;
+    for (int g = warp; g < G; g += kSplitWarps) {
+      const float *ml = part_ml + 2 * (head0 + g) * n_splits;
+      float mv[kMaxSplits / 32], lv[kMaxSplits / 32];
+      float mx = -INFINITY;
+  #pragma unroll
+      for (int k = 0; k < kMaxSplits / 32; ++k) {
+        const int sp = lane + 32 * k;
+        mv[k] = sp < n_active ? __ldcg(ml + 2 * sp) : -INFINITY;
+        lv[k] = sp < n_active ? __ldcg(ml + 2 * sp + 1) : 0.f;
+        mx = fmaxf(mx, mv[k]);
+      }
+      mx = warp_max(mx);
+      float l = 0.f;
+  #pragma unroll
+      for (int k = 0; k < kMaxSplits / 32; ++k) {
+        mv[k] = exp2f(mv[k] - mx);  // 0 past n_active
+        l = fmaf(mv[k], lv[k], l);
+      }
+      const float inv = 1.f / warp_sum(l);
+  #pragma unroll
+      for (int k = 0; k < kMaxSplits / 32; ++k)
+        if (lane + 32 * k < n_active) s_w[g * n_active + lane + 32 * k] = mv[k] * inv;
+    }
+    __syncthreads();
+
+    // out = sum over splits, in split order, of weight * acc. Each thread takes 4 columns at once and loads 8
+    // splits of each before using any, so 32 L2 reads are in flight rather than one.
+    constexpr int kCols = 4, kSplitBatch = 8;
+    const int n_cols = G * hd;
+    for (int i0 = threadIdx.x; i0 < n_cols; i0 += kCols * blockDim.x) {
+      const float *src[kCols];
+      const float *wt[kCols];
+      float a[kCols];
+  #pragma unroll
+      for (int c = 0; c < kCols; ++c) {
+        const int i = min(i0 + c * int(blockDim.x), n_cols - 1);  // a column past the end repeats the last one
         const int g = i / hd, d = i - g * hd;
-        out[(head0 + g) * hd + d] = from_f32<T>(a[c]);
+        src[c] = part_acc + (head0 + g) * n_splits * hd + d;
+        wt[c] = s_w + g * n_active;
+        a[c] = 0.f;
+      }
+      for (int s0 = 0; s0 < n_active; s0 += kSplitBatch) {
+        float v[kCols][kSplitBatch];
+  #pragma unroll
+        for (int c = 0; c < kCols; ++c)
+  #pragma unroll
+          for (int j = 0; j < kSplitBatch; ++j)
+            v[c][j] = s0 + j < n_active ? __ldcg(src[c] + int64_t(s0 + j) * hd) : 0.f;
+  #pragma unroll
+        for (int c = 0; c < kCols; ++c)
+  #pragma unroll
+          for (int j = 0; j < kSplitBatch; ++j)
+            if (s0 + j < n_active) a[c] = fmaf(wt[c][s0 + j], v[c][j], a[c]);
+      }
+  #pragma unroll
+      for (int c = 0; c < kCols; ++c) {
+        const int i = i0 + c * int(blockDim.x);
+        if (i < n_cols) {
+          const int g = i / hd, d = i - g * hd;
+          out[(head0 + g) * hd + d] = from_f32<T>(a[c]);
+        }
       }
     }
   }

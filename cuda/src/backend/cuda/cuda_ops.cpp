@@ -105,6 +105,10 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   if (act == Act::BF16)
     for (int i = 0; i < 3; ++i)
       attention_split_mma_[i] = ctx.function("vt_attention_split_bf16_mma_hd" + std::to_string(64 << i));
+  if (const char *e = std::getenv("VT_CUDA_ATTN_CLUSTER"); act == Act::BF16 && !(e && e[0] == '0'))
+    for (int i = 0; i < 3; ++i)
+      attention_split_cluster_[i] =
+          ctx.find_function("vt_attention_split_bf16_mma_hd" + std::to_string(64 << i) + "_cluster");
   if (act == Act::BF16)
     for (int i = 0; i < 2; ++i) {
       const int32_t hd = 64 << i;
@@ -470,8 +474,20 @@ void Ops::attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUde
   const bool mma = act_ == Act::BF16 && (head_dim == 64 || head_dim == 128 || head_dim == 256) &&
                    (k_cache | v_cache) % 16 == 0;
   const int mi = head_dim == 64 ? 0 : head_dim == 128 ? 1 : 2, si = head_dim <= 128 ? 0 : 1;
-  const CUfunction f = mma ? attention_split_mma_[mi] : attention_split_[si];
   const int64_t group = n_heads / n_kv_heads;
+  // Few rows (batch 1 on most models): the splits of a (row, kv head) as one cluster that merges them in shared
+  // memory (attention_split.cuh's cluster_merge), where the grid stays within two blocks an SM.
+  constexpr int kCluster = 8;  // attention_split.cuh's kSplitCluster
+  if (mma && attention_split_cluster_[mi] && T * n_kv_heads * kCluster <= 2 * int64_t(ctx_.sm_count())) {
+    const unsigned shared = unsigned(sizeof(float) * (kSplitWarps + 1) * group * (head_dim + 2));
+    const Dim3 grid{unsigned(T), unsigned(n_kv_heads), unsigned(kCluster)}, block{unsigned(kSplitWarps * 32)};
+    const CUdeviceptr none = 0;
+    ctx_.launch_pdl(attention_split_cluster_[mi], grid, block, shared, s, q, stride, k_cache, v_cache, b.seq_q_start,
+                    b.seq_pos0, b.block_tables, b.n_seqs, b.max_blocks_per_seq, b.block_size, n_heads, n_kv_heads,
+                    head_dim, scale, kCluster, none, none, none, out, split_keys_);
+    return;
+  }
+  const CUfunction f = mma ? attention_split_mma_[mi] : attention_split_[si];
   // attention_split.cuh's split_smem_floats (kept in step here)
   const int64_t floats = std::max(kSplitWarps * group * (head_dim + 2), group * int64_t(n_splits));
   const unsigned shared = unsigned(sizeof(float) * floats);

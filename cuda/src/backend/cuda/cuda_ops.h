@@ -254,6 +254,7 @@ class Ops {
   CUfunction attention_[2];     // head_dim <= 128, <= 256
   CUfunction attention_split_[2];           // split-K on CUDA cores: head_dim <= 128, <= 256
   CUfunction attention_split_mma_[3] = {};  // split-K on tensor cores, bf16 activations only: head_dim 64, 128, 256
+  CUfunction attention_split_cluster_[3] = {};  // the same, the splits one cluster (sm_90+, few rows)
   CUfunction attention_prefill_[2] = {};  // bf16 activations only: head_dim 64, 128
   CUfunction rope_store_, argmax_, sample_, penalties_, top_logprobs_;
   CUfunction argmax_parts_ = nullptr;  // sm_90+: a row over a cluster of kArgmaxParts blocks
