@@ -21,6 +21,11 @@
 // result does not depend on which block finished last. That block also resets the ticket, so the tickets are
 // zero between launches (the caller zeroes them once). This saves a second launch (and its graph node) per
 // layer: at batch 1 a launch's fixed cost is of the order of the whole attention's.
+//
+// The cluster form (CLUSTER = kSplitCluster, sm_90+, for steps of few rows: Ops::attention_decode picks it) has
+// exactly kSplitCluster splits per (row, kv head), one thread-block cluster, and merges them through distributed
+// shared memory instead (cluster_merge): no partials, fence or ticket. 1.034x at Qwen3-0.6B batch 1 on the H200
+// (bench/RESULTS.md session 9).
 #pragma once
 
 #include "attention_mma.cuh"
