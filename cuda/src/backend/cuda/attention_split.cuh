@@ -105,7 +105,9 @@ __device__ __forceinline__ void simt_warp_states(const T *__restrict__ qrow, con
 // merging the CLUSTER states read through distributed shared memory in split order, with the ticket merge's
 // arithmetic (weights exp2(m - max) / l, then the weighted sum in split order). No partials in global memory, no
 // fence or ticket: at batch 1 the ticket merge's chain (store, fence, atomic, L2 reads in the last block) is most
-// of what the attention adds to a step.
+// of what the attention adds to a step. An idle block never waits for the previous kernel (it reads no key), yet
+// writes its slice of the outputs: only after the cluster barrier, which split 0 (always active) reaches after its
+// PDL wait, so its writes too come after every earlier kernel has completed.
 template <class T, int CLUSTER>
 __device__ __forceinline__ void cluster_merge(bool active, int G, int hd, const float *s_m, const float *s_l,
                                               const float *s_acc, float *part, T *__restrict__ out) {
@@ -217,10 +219,10 @@ __device__ __forceinline__ void attention_split(const T *__restrict__ q, int64_t
     for (int i = threadIdx.x; i < G * hd; i += blockDim.x) {
       const int g = i / hd, d = i - g * hd;
       float mx = -INFINITY;
-  #pragma unroll
+#pragma unroll
       for (int w = 0; w < kSplitWarps; ++w) mx = fmaxf(mx, s_m[w * G + g]);  // finite: warp 0 had key k0
       float l = 0.f, a = 0.f;
-  #pragma unroll
+#pragma unroll
       for (int w = 0; w < kSplitWarps; ++w) {
         const float c = exp2f(s_m[w * G + g] - mx);  // 0 for a warp without keys
         l = fmaf(c, s_l[w * G + g], l);
@@ -260,7 +262,7 @@ __device__ __forceinline__ void attention_split(const T *__restrict__ q, int64_t
       const float *ml = part_ml + 2 * (head0 + g) * n_splits;
       float mv[kMaxSplits / 32], lv[kMaxSplits / 32];
       float mx = -INFINITY;
-  #pragma unroll
+#pragma unroll
       for (int k = 0; k < kMaxSplits / 32; ++k) {
         const int sp = lane + 32 * k;
         mv[k] = sp < n_active ? __ldcg(ml + 2 * sp) : -INFINITY;
@@ -269,13 +271,13 @@ __device__ __forceinline__ void attention_split(const T *__restrict__ q, int64_t
       }
       mx = warp_max(mx);
       float l = 0.f;
-  #pragma unroll
+#pragma unroll
       for (int k = 0; k < kMaxSplits / 32; ++k) {
         mv[k] = exp2f(mv[k] - mx);  // 0 past n_active
         l = fmaf(mv[k], lv[k], l);
       }
       const float inv = 1.f / warp_sum(l);
-  #pragma unroll
+#pragma unroll
       for (int k = 0; k < kMaxSplits / 32; ++k)
         if (lane + 32 * k < n_active) s_w[g * n_active + lane + 32 * k] = mv[k] * inv;
     }
@@ -289,7 +291,7 @@ __device__ __forceinline__ void attention_split(const T *__restrict__ q, int64_t
       const float *src[kCols];
       const float *wt[kCols];
       float a[kCols];
-  #pragma unroll
+#pragma unroll
       for (int c = 0; c < kCols; ++c) {
         const int i = min(i0 + c * int(blockDim.x), n_cols - 1);  // a column past the end repeats the last one
         const int g = i / hd, d = i - g * hd;
@@ -299,18 +301,18 @@ __device__ __forceinline__ void attention_split(const T *__restrict__ q, int64_t
       }
       for (int s0 = 0; s0 < n_active; s0 += kSplitBatch) {
         float v[kCols][kSplitBatch];
-  #pragma unroll
+#pragma unroll
         for (int c = 0; c < kCols; ++c)
-  #pragma unroll
+#pragma unroll
           for (int j = 0; j < kSplitBatch; ++j)
             v[c][j] = s0 + j < n_active ? __ldcg(src[c] + int64_t(s0 + j) * hd) : 0.f;
-  #pragma unroll
+#pragma unroll
         for (int c = 0; c < kCols; ++c)
-  #pragma unroll
+#pragma unroll
           for (int j = 0; j < kSplitBatch; ++j)
             if (s0 + j < n_active) a[c] = fmaf(wt[c][s0 + j], v[c][j], a[c]);
       }
-  #pragma unroll
+#pragma unroll
       for (int c = 0; c < kCols; ++c) {
         const int i = i0 + c * int(blockDim.x);
         if (i < n_cols) {

@@ -137,7 +137,8 @@ void Ops::embed(CUstream s, CUdeviceptr table, DType dt, int64_t dim, CUdevicept
 
 void Ops::embed_norm(CUstream s, CUdeviceptr table, DType dt, int64_t dim, CUdeviceptr ids, int64_t T,
                      CUdeviceptr residual, CUdeviceptr norm_w, CUdeviceptr xw, CUdeviceptr ss_part) {
-  require(has_embed_norm() && fits_int(dim) && dim > 0 && T >= 0 && T <= INT_MAX, "embed_norm shape (or a build without it)");
+  require(has_embed_norm() && fits_int(dim) && dim > 0 && T >= 0 && T <= INT_MAX,
+          "embed_norm shape (or a build without it)");
   if (T == 0) return;
   const int d = int(dim);
   ctx_.launch_pdl(embed_norm_[int(dt)], {unsigned(T)}, {256}, 0, s, table, d, ids, residual, norm_w, xw, ss_part);

@@ -21,9 +21,10 @@ __device__ __forceinline__ void embed_row(const Table *__restrict__ table, int d
 // squares of each 8 elements, as gemv_residual leaves them for the next product (each square rounded before the
 // sum, in element order). One block per token.
 template <class Table, class X>
-__device__ __forceinline__ void embed_norm_row(const Table *__restrict__ table, int dim, const int32_t *__restrict__ ids,
-                                               float *__restrict__ residual, const float *__restrict__ norm_w,
-                                               X *__restrict__ xw, float *__restrict__ ss_part) {
+__device__ __forceinline__ void embed_norm_row(const Table *__restrict__ table, int dim,
+                                               const int32_t *__restrict__ ids, float *__restrict__ residual,
+                                               const float *__restrict__ norm_w, X *__restrict__ xw,
+                                               float *__restrict__ ss_part) {
   const int64_t t = blockIdx.x;
   const Table *row = table + int64_t(ids[t]) * dim;
   const int parts = (dim + 7) / 8;
