@@ -30,9 +30,14 @@ interface Ran {
 
 type Watch = (text: string, child: ChildProcess) => void;
 
-function cli(args: string[], options: { input?: string; onStdout?: Watch; onStderr?: Watch } = {}): Promise<Ran> {
+function cli(
+  args: string[],
+  options: { input?: string; onStdout?: Watch; onStderr?: Watch; npx?: boolean } = {},
+): Promise<Ran> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    // npx: as the README runs it in this repository (`npx vtengine ...`, the package's own bin, never installed)
+    const [command, argv] = options.npx ? ['npx', ['--no', '--', 'vtengine', ...args]] : [process.execPath, [MAIN, ...args]];
+    const child = spawn(command, argv, { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => {
@@ -343,6 +348,13 @@ describe('usage, help and errors', () => {
 
   it('--version prints the package version', async () => {
     const ran = await cli(['--version']);
+    expect(ran.code).toBe(0);
+    expect(ran.stdout).toBe(`${VERSION}\n`);
+  });
+
+  it('`npx vtengine` runs in the repository, as the README says (the build leaves the command executable)', async () => {
+    const ran = await cli(['--version'], { npx: true });
+    expect(ran.stderr).toBe('');
     expect(ran.code).toBe(0);
     expect(ran.stdout).toBe(`${VERSION}\n`);
   });
