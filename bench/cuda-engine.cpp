@@ -18,6 +18,7 @@
 //   (--dedup on: CUDA-graph buckets share executables; compare graphs_count / graphs_bytes with the default run;
 //   --capture first-use: each bucket captured by its first decode step, cudaGraphs.capture)
 //                     [--only decode,prefill,load] [--batches 1,8,32,128] [--prefill 512,2048,8192]
+//                     [--prompt 128]   (the decode requests' prompt length; e.g. 8192 to time long-context decode)
 //
 // Built by `scripts/gpu-check.sh prepare` into .gpu-out/bench_cuda_engine; run by scripts/gpu-bench.sh on the GPU
 // machine. The JSON is rewritten after each workload, so a run cut short by a timeout still leaves what it measured.
@@ -136,6 +137,7 @@ struct Options {
   int runs = 3;
   bool graphs = true, dedup = false, first_use = false, decode = true, prefill = true, load = true;
   std::vector<int> batches{1, 8, 32, 128}, prefills{512, 2048, 8192};
+  int prompt = kPrompt;  // --prompt: the decode requests' prompt length (long contexts: the decode attention)
 };
 
 std::vector<int> int_list(const char *s) {
@@ -206,7 +208,7 @@ struct Bench {
 
   void bench_decode(vt_engine *e, Trace &t, int B) {
     std::vector<std::vector<int32_t>> prompts;
-    for (int r = 0; r < B; ++r) prompts.push_back(prompt_ids(kSeed, uint32_t(r), kPrompt));
+    for (int r = 0; r < B; ++r) prompts.push_back(prompt_ids(kSeed, uint32_t(r), o.prompt));
     std::vector<uint64_t> ids;
     std::string err;
     const std::string where = "decode b" + std::to_string(B);
@@ -233,7 +235,7 @@ struct Bench {
     }
     json j;
     j["batch"] = B;
-    j["prompt"] = kPrompt;
+    j["prompt"] = o.prompt;
     j["new_tokens"] = kNew;
     j["tok_s"] = stat(tok_s);
     j["e2e_tok_s"] = stat(e2e);  // B x 256 over submit -> last final event, prefill included
@@ -346,6 +348,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: bench_cuda_engine --model DIR [--runs 3] [--dtype bfloat16|float32] [--graphs on|off] [--dedup on|off] [--capture load|first-use] [--json FILE]\n"
                "                         [--only decode,prefill,load] [--batches 1,8,32,128] [--prefill 512,2048,8192]\n"
+               "                         [--prompt 128]\n"
                "                         [--device cuda|cpu]   (cpu: to check this harness on a machine without a GPU)\n");
   return 64;
 }
@@ -372,6 +375,7 @@ int main(int argc, char **argv) {
       o.first_use = !std::strcmp(v, "first-use");
     else if (a == "--batches" && !(o.batches = int_list(v)).empty()) {}
     else if (a == "--prefill" && !(o.prefills = int_list(v)).empty()) {}
+    else if (a == "--prompt" && std::atoi(v) >= 1 && std::atoi(v) <= 65536) o.prompt = std::atoi(v);
     else if (a == "--only") {
       const std::string s = std::string(",") + v + ",";
       o.decode = s.find(",decode,") != std::string::npos;
@@ -390,7 +394,7 @@ int main(int argc, char **argv) {
   p = vt_engine_default_params();
   p.device = o.device == "cpu" ? VT_DEVICE_CPU : VT_DEVICE_CUDA;
   p.dtype = o.dtype == "bfloat16" ? VT_DTYPE_BFLOAT16 : VT_DTYPE_FLOAT32;
-  p.max_context = max_prefill + kNew;
+  p.max_context = std::max(max_prefill, o.prompt) + kNew;
   p.max_seqs = max_batch;
   p.max_batch_tokens = max_prefill;
   p.cuda_graphs.enabled = o.graphs ? 1 : 0;
@@ -407,8 +411,11 @@ int main(int argc, char **argv) {
   }
   const int64_t per_token = est.kv_cache_bytes / std::max<int64_t>(est.kv_cache_tokens, 1);
   const int64_t block = 16;  // kv_block_size 0 = 16
-  const int64_t per_seq = ((kPrompt + kNew + block - 1) / block + 1) * block;
-  const int64_t tokens = std::max<int64_t>(int64_t(p.max_seqs) * per_seq, (p.max_context + block - 1) / block * block);
+  const int64_t per_seq = ((o.prompt + kNew + block - 1) / block + 1) * block;
+  // A --prompt other than the default sizes the pool for the decode batches asked for, not max_seqs of them (128
+  // sequences of 8k keys would not fit); the default workload keeps max_seqs, the same pool for every subset.
+  const int kv_seqs = o.prompt == kPrompt ? p.max_seqs : *std::max_element(o.batches.begin(), o.batches.end());
+  const int64_t tokens = std::max<int64_t>(int64_t(kv_seqs) * per_seq, (p.max_context + block - 1) / block * block);
   p.kv_cache_bytes = tokens * per_token;
 
   json &out = b.out;
@@ -421,9 +428,9 @@ int main(int argc, char **argv) {
   out["graphs"] = o.graphs;
   out["graphs_dedup"] = o.dedup;
   out["graphs_capture"] = o.first_use ? "first-use" : "load";
-  out["workload"] = {{"prompt", kPrompt}, {"new_tokens", kNew}, {"seed", kSeed}, {"ids_below", 1000}, {"runs", o.runs},
+  out["workload"] = {{"prompt", o.prompt}, {"new_tokens", kNew}, {"seed", kSeed}, {"ids_below", 1000}, {"runs", o.runs},
                      {"batches", o.batches}, {"prefill", o.prefills}};
-  const std::vector<int32_t> head = prompt_ids(kSeed, 0, kPrompt);
+  const std::vector<int32_t> head = prompt_ids(kSeed, 0, o.prompt);
   out["workload"]["prompt0_head"] = std::vector<int32_t>(head.begin(), head.begin() + 8);  // cuda_hf.py's must match
   out["params"] = {{"device", o.device}, {"dtype", o.dtype}, {"max_context", p.max_context}, {"max_seqs", p.max_seqs},
                    {"max_batch_tokens", p.max_batch_tokens}, {"kv_block_size", block}, {"kv_cache_bytes", p.kv_cache_bytes},
