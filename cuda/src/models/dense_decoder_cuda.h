@@ -176,13 +176,14 @@ class CudaDecoder : public Decoder {
   // The fused norm (default; VT_CUDA_FUSED_NORM=0 is its null control): steps of up to gemv_rows_max() rows add each
   // sublayer's output into the residual in the epilogue of its product (o / down: Ops::gemv_residual, which also leaves
   // the rows' partial sums of squares in norm_ss_ and the rows times the next norm's weight in normed_) and scale the
-  // next product's sums by 1 / rms (q|k|v / gate|up: Ops::gemv_norm), so no norm kernel runs between layers 1 .. n-1's
-  // products, when every layer's products take the GEMV (bf16 weights, no gate/up biases). Within rounding of the
+  // next product's sums by 1 / rms (q|k|v / gate|up: Ops::gemv_norm), so no norm kernel runs between the layers'
+  // products (the first norm runs in the embedding gather, Ops::embed_norm, where the kernel image has it), when every
+  // layer's products take the GEMV (bf16 weights, no gate/up biases). Within rounding of the
   // separate kernels. On the H200 at batch 1: 1.12x on the Qwen3-8B shape, 1.03x on 0.6B (bench/RESULTS.md; gemv.cuh
   // has the earlier forms' figures).
   bool fused_norm_ = true;  // the switch, cleared at load when a layer's products cannot all take the GEMV
   bool fused_step(int32_t T) const;
-  // With the fused norm, layers 1 .. n-1 also fold RoPE, the q/k norm and the KV store into the q|k|v product's
+  // With the fused norm, the layers also fold RoPE, the q/k norm and the KV store into the q|k|v product's
   // epilogue (Ops::gemv_norm_rope: one launch a layer fewer) where the kernel image has it for the head_dim (sm_90+);
   // VT_CUDA_QKV_ROPE=0 is the null control (gemv_norm + rope_store).
   bool qkv_rope_ = true;

@@ -142,30 +142,29 @@ __device__ __forceinline__ float count_pos_inf(const float *__restrict__ x, int 
   return block_sum(count);
 }
 
+// The greedy pick and its logprob from a row's SoftmaxMax, by the rules at the top (the CPU sampler's): +inf entries
+// share all the probability (inf_count of them: only read when m is +inf); a row of only -inf and NaN gives id 0.
+__device__ __forceinline__ void argmax_result(const SoftmaxMax &st, float inf_count, int vocab, int32_t &id,
+                                              float &lp) {
+  id = st.id;
+  if (st.m == INFINITY) lp = float(-log(double(inf_count)));
+  else if (st.m == -INFINITY) id = 0, lp = float(-log(double(vocab)));
+  else lp = -logf(st.s);  // l[id] - m = 0
+}
+
 // Grid (n), block kArgmaxThreads. vec: every row 16-byte aligned (ld % 4 == 0, logits aligned).
 __device__ __forceinline__ void argmax_row(const float *__restrict__ logits, int64_t ld, int vocab, int vec,
                                            int32_t *__restrict__ out_ids, float *__restrict__ out_logprobs) {
   const int64_t row = blockIdx.x;
   const float *x = logits + row * ld;
   const SoftmaxMax st = row_softmax_max(x, vocab, vec);
-  const float m = st.m;
-
-  if (m == INFINITY) {  // the CPU's limit of softmax: the +inf entries share all the probability
-    const float count = count_pos_inf(x, vocab);
-    if (threadIdx.x == 0) {
-      out_ids[row] = st.id;
-      if (out_logprobs) out_logprobs[row] = float(-log(double(count)));
-    }
-    return;
-  }
+  const float count = st.m == INFINITY ? count_pos_inf(x, vocab) : 0.f;  // (block-uniform)
   if (threadIdx.x == 0) {
-    if (m == -INFINITY) {  // only -inf and NaN: all tie
-      out_ids[row] = 0;
-      if (out_logprobs) out_logprobs[row] = float(-log(double(vocab)));
-    } else {
-      out_ids[row] = st.id;
-      if (out_logprobs) out_logprobs[row] = -logf(st.s);  // l[id] - m = 0
-    }
+    int32_t id;
+    float lp;
+    argmax_result(st, count, vocab, id, lp);
+    out_ids[row] = id;
+    if (out_logprobs) out_logprobs[row] = lp;
   }
 }
 
@@ -200,15 +199,9 @@ __device__ __forceinline__ void argmax_row_parts(const float *__restrict__ logit
       softmax_max_merge(a, bm, __float_as_int(cluster_load(&part[3], r)), cluster_load(&part[1], r));
       inf_count += cluster_load(&part[2], r);  // 0 unless that block's max is +inf
     }
-    int32_t id = a.id;
+    int32_t id;
     float lp;
-    if (a.m == INFINITY) {
-      lp = float(-log(double(inf_count)));
-    } else if (a.m == -INFINITY) {  // only -inf and NaN: all tie
-      id = 0, lp = float(-log(double(vocab)));
-    } else {
-      lp = -logf(a.s);
-    }
+    argmax_result(a, inf_count, vocab, id, lp);
     out_ids[row] = id;
     if (out_logprobs) out_logprobs[row] = lp;
     if (also_ids) also_ids[row] = id;
