@@ -200,6 +200,7 @@ void test_gemv(Env &env, cuda::Ops &ops);
 void test_gemv_decode_shapes(Env &env, cuda::Ops &ops);
 void test_gemv_swiglu(Env &env, cuda::Ops &ops);
 void test_gemv_fused(Env &env, cuda::Ops &ops);
+void test_gemv_norm_head(Env &env, cuda::Ops &ops);
 void test_gemv_early(Env &env, cuda::Ops &ops);
 void test_gemv_norm_rope(Env &env, cuda::Ops &ops);
 void test_embed_norm(Env &env, cuda::Ops &ops);

@@ -118,6 +118,7 @@ int main() {
       test_gemv_decode_shapes(env, ops);
       test_gemv_swiglu(env, ops);
       test_gemv_fused(env, ops);
+      test_gemv_norm_head(env, ops);
       test_embed_norm(env, ops);
       test_gemv_early(env, ops);
       test_kv_store(env, ops);

@@ -240,6 +240,9 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
       if (m->dtype != DType::BF16 || L.gate_up_bias) fused_norm_ = false;
   final_norm_ = upload(w.final_norm);
   lm_head_ = w.lm_head.data == w.embed.data ? embed_ : upload(w.lm_head, ck);
+  // (bf16 activations only: with fp32 ones final_ is normed_, which the fused lm_head reads as it writes final_.)
+  head_norm_ = ops_->has_gemv_norm_head() && p.act == cuda::Act::BF16 && lm_head_.dtype == DType::BF16;
+  if (const char *e = std::getenv("VT_CUDA_HEAD_NORM")) head_norm_ = head_norm_ && e[0] != '0';
   if (stager) stager->finish();
   stager_ = nullptr;
   std::vector<float> inv_freq;
@@ -414,7 +417,8 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
       ops_->gemv_swiglu_norm(s, normed_, norm_ss_, T, H, eps, L.gate_up.ptr, I, act_);
       ops_->gemv_residual(s, act_, T, I, L.down.ptr, H, L.down_bias, residual_, norm_ss_, next_norm, normed_,
                           sub_f32_);
-      if (l + 1 == c_.n_layers) ops_->rmsnorm_res32(s, residual_, T, H, final_norm_, eps, final_, /*out_f32=*/true);
+      if (l + 1 == c_.n_layers && !head_norm_now_)  // (else in the lm_head: head())
+        ops_->rmsnorm_res32(s, residual_, T, H, final_norm_, eps, final_, /*out_f32=*/true);
       continue;
     }
     if (!skips(kSkipO)) linear(attn_, T, L.o, L.o_bias, proj_, sub_f32_);
@@ -448,6 +452,9 @@ void CudaDecoder::head(CUdeviceptr rows, int32_t n, bool with_argmax, bool step)
   if (blas_ && n > gemv_rows_max() && lm_head_.dtype == DType::BF16) {
     ops_->embed(s, final_, DType::F32, H, rows, n, last_act_, /*out_f32=*/false);
     blas_->matmul(s, last_act_, n, H, lm_head_.ptr, V, logits_, /*y_f32=*/true);
+  } else if (step && head_norm_now_) {  // the final norm here, from the last down_proj's xw and partials
+    ops_->gemv_norm_head(s, normed_, norm_ss_, H, c_.rms_norm_eps, lm_head_.ptr, V, logits_, residual_, final_norm_,
+                         final_);
   } else if (step) {  // rows 0 .. n - 1: the gather would copy final_ as it is
     linear(final_, n, lm_head_, 0, logits_, /*y_f32=*/true, /*x_f32=*/true);
   } else {
@@ -459,6 +466,11 @@ void CudaDecoder::head(CUdeviceptr rows, int32_t n, bool with_argmax, bool step)
 }
 
 void CudaDecoder::record_step(int32_t B) {
+  head_norm_now_ = head_norm_ && B == 1 && fused_step(B);
+  struct Reset {
+    bool &flag;
+    ~Reset() { flag = false; }
+  } reset{head_norm_now_};  // also when a launch throws
   layers(B, B, p_.max_context, false, 0);
   head(iota_.ptr(), B, true, /*step=*/true);
 }

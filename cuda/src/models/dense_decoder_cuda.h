@@ -187,6 +187,10 @@ class CudaDecoder : public Decoder {
   // epilogue (Ops::gemv_norm_rope: one launch a layer fewer) where the kernel image has it for the head_dim (sm_90+);
   // VT_CUDA_QKV_ROPE=0 is the null control (gemv_norm + rope_store).
   bool qkv_rope_ = true;
+  // With the fused norm, a captured batch-1 step also folds the final norm into its lm_head (Ops::gemv_norm_head: one
+  // launch fewer; bf16 activations, where the kernel image has it); VT_CUDA_HEAD_NORM=0 is the null control.
+  // head_norm_now_: set by record_step while it records such a step (layers() then leaves the norm to head()).
+  bool head_norm_ = false, head_norm_now_ = false;
   // Declared first, destroyed last: every buffer below belongs to this context.
   std::unique_ptr<cuda::Context> ctx_;
   std::unique_ptr<cuda::Stream> stream_;

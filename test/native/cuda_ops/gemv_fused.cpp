@@ -1,4 +1,4 @@
-// CUDA op checks: the decode step's fused GEMVs (Ops::gemv_residual, gemv_norm, gemv_swiglu_norm).
+// CUDA op checks: the decode step's fused GEMVs (Ops::gemv_residual, gemv_norm, gemv_swiglu_norm, gemv_norm_head).
 // gemv_residual claims "bitwise the residual that gemv + add_rmsnorm_res32 leave", held to that with tolerance 0,
 // and partial sums of squares that add up to each new row's (against the CPU's double sums), and xw = the new
 // rows times the next norm's weight rounded to the activation type (bitwise, against the CPU's product). The norm
@@ -296,6 +296,66 @@ void test_embed_norm(Env &env, cuda::Ops &ops) {
                      return true;
                    });
       }
+}
+
+// gemv_norm_head (the batch-1 lm_head with the final norm folded in): logits = inv * (xw · w) against the CPU's
+// double sums of the same, and against rmsnorm_res32 (fp32 out) + the fp32 GEMV it replaces within the op tolerance
+// relative to the size of the terms, as gemv_norm's; final_rows against rmsnorm_res32's fp32 rows (the sums of
+// squares in another order: a few fp32 ulps); the plain kernel (VT_CUDA_EARLY_LOADS=0) the same bits as the _early one.
+void test_gemv_norm_head(Env &env, cuda::Ops &ops) {
+  const Act act = ops.act();
+  if (!ops.has_gemv_norm_head()) {
+    std::printf("skip gemv_norm_head[%s]: %s\n", cuda::act_name(act),
+                act == Act::F32 ? "bf16 activations only" : "a kernel image without it");
+    return;
+  }
+  setenv("VT_CUDA_EARLY_LOADS", "0", 1);
+  cuda::Ops plain(env.ctx, act);
+  unsetenv("VT_CUDA_EARLY_LOADS");
+  const auto s = env.stream.get();
+  const float eps = 1e-6f;
+  // (K = hidden, N = vocab): Qwen3-0.6B's and 8B's lm_heads, one unit, K not a multiple of 8 (the scalar path),
+  // K 4104 (a tail of chunks), N not a multiple of 8 (a partial last block).
+  struct Shape { int64_t K, N; };
+  const Shape shapes[] = {{1024, 151936}, {4096, 151936}, {64, 1}, {67, 13}, {4104, 5}, {256, 1001}};
+  for (const Shape &sh : shapes) {
+    if (g_small && sh.K * sh.N > (1 << 22)) continue;
+    const int64_t K = sh.K, N = sh.N;
+    check_case(env, fmt("gemv_norm_head[%s] K %lld N %lld", cuda::act_name(act), (long long)K, (long long)N),
+               [&](std::string &why) {
+                 const auto res = rand_act(size_t(K), Act::F32, -3, 3);
+                 const auto nw = rand_act(size_t(K), Act::F32, 0.5, 1.5);
+                 const auto w = rand_bf16_weights(size_t(N * K));
+                 DeviceBuffer dres = upload_raw(res), dnw = upload_raw(nw), dw = upload_raw(w),
+                              dss = upload_raw(cpu_ss_parts(res, 1, K));
+                 const auto xw = cpu_xw(res, 1, K, nw, act);
+                 Dev dxw = upload_act(xw, act);
+                 Dev logits = poisoned(size_t(N), Act::F32), rows = poisoned(size_t(K), Act::F32);
+                 Dev logits2 = poisoned(size_t(N), Act::F32), rows2 = poisoned(size_t(K), Act::F32);
+                 Dev normed = poisoned(size_t(K), Act::F32), apart = poisoned(size_t(N), Act::F32);
+                 ops.gemv_norm_head(s, dxw.ptr(), dss.ptr(), K, eps, dw.ptr(), N, logits.ptr(), dres.ptr(), dnw.ptr(),
+                                    rows.ptr());
+                 plain.gemv_norm_head(s, dxw.ptr(), dss.ptr(), K, eps, dw.ptr(), N, logits2.ptr(), dres.ptr(),
+                                      dnw.ptr(), rows2.ptr());
+                 ops.rmsnorm_res32(s, dres.ptr(), 1, K, dnw.ptr(), eps, normed.ptr(), /*out_f32=*/true);
+                 ops.gemv(s, normed.ptr(), 1, K, dw.ptr(), N, 0, apart.ptr(), /*y_f32=*/true, /*x_f32=*/true);
+                 bool guard = false, rows_guard = false;
+                 const auto got = download(logits, &guard), got_rows = download(rows, &rows_guard);
+                 const auto prod = cpu_scaled_product(res, xw, 1, K, w, N, eps);
+                 const std::vector<float> ref(prod.begin(), prod.end());
+                 if (!close(got, ref, tol_for(act), guard, &why)) return why = "logits: " + why, false;
+                 const auto terms = cpu_scaled_product(res, xw, 1, K, w, N, eps, true);
+                 double tss = 0;
+                 for (double t : terms) tss += t * t;
+                 if (!close(got, download(apart), tol_for(act), true, &why, std::sqrt(tss / double(terms.size()))))
+                   return why = "logits vs rmsnorm + gemv: " + why, false;
+                 if (!close(got_rows, download(normed), 1e-6, rows_guard, &why))
+                   return why = "final rows vs rmsnorm_res32: " + why, false;
+                 if (!close(download(logits2), got, 0, true, &why) || !close(download(rows2), got_rows, 0, true, &why))
+                   return why = "plain vs early kernel: " + why, false;
+                 return true;
+               });
+  }
 }
 
 void test_gemv_early(Env &env, cuda::Ops &ops) {

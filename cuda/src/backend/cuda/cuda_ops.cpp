@@ -86,6 +86,7 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
       gemv_res_[rf][lm] = ctx.find_function("vt_gemv_res_" + a + "_" + (act == Act::F32 || rf ? "f32" : "bf16") + m);
     fused_ = fused_ && gemv_norm_[lm] && gemv_swiglu_norm_[lm] && gemv_res_[0][lm] && gemv_res_[1][lm];
   }
+  gemv_norm_head_ = ctx.find_function("vt_gemv_norm_head_" + a + "_m1" + early);
   for (int hd = 0; hd < 2; ++hd)
     for (int lm = 0; lm < 4; ++lm)
       gemv_norm_rope_[hd][lm] = ctx.find_function("vt_gemv_norm_rope_" + a + "_hd" + std::to_string(64 << hd) + "_m" +
@@ -262,6 +263,17 @@ void Ops::gemv_swiglu_norm(CUstream s, CUdeviceptr xw, CUdeviceptr ss_part, int6
   require(fused_ && fits_int(K) && K > 0 && fits_int(I) && M >= 0 && ss_part,
           "gemv_swiglu_norm shape (or a build without it)");
   launch_gemv_norm(gemv_swiglu_norm_, s, xw, ss_part, M, K, eps, w_gate_up, I, 0, y, false);
+}
+
+void Ops::gemv_norm_head(CUstream s, CUdeviceptr xw, CUdeviceptr ss_part, int64_t K, float eps, CUdeviceptr w,
+                         int64_t N, CUdeviceptr y, CUdeviceptr residual, CUdeviceptr norm_w, CUdeviceptr final_rows) {
+  require(has_gemv_norm_head() && fits_int(K) && K > 0 && fits_int(N) && ss_part && residual && norm_w && final_rows,
+          "gemv_norm_head shape (or a build without it)");
+  if (N == 0) return;
+  const int k = int(K), n = int(N);
+  const int vec = K % 8 == 0 && w % 16 == 0 && xw % 16 == 0;  // as for gemv
+  ctx_.launch_pdl(gemv_norm_head_, gemv_grid(ctx_, N), {kGemvThreads}, 0, s, xw, ss_part, eps, w, y, k, n, vec,
+                  residual, norm_w, final_rows);
 }
 
 bool Ops::has_gemv_norm_rope(int32_t head_dim) const {

@@ -111,6 +111,15 @@ class Ops {
   void gemv_swiglu_norm(CUstream s, CUdeviceptr xw, CUdeviceptr ss_part, int64_t M, int64_t K, float eps,
                         CUdeviceptr w_gate_up, int64_t I, CUdeviceptr y);
 
+  // The batch-1 decode step's lm_head with the final norm folded in: logits y(1, N) fp32 = gemv_norm's product (no
+  // bias) from the last gemv_residual's xw and ss_part (its next_norm_w the final norm's weight), and final_rows(1,
+  // K) fp32 = rmsnorm(residual) * norm_w, what rmsnorm_res32 (out_f32) leaves up to the order of the sum of squares,
+  // for a later lm_head over gathered rows. In place of rmsnorm_res32 + gemv (one launch fewer);
+  // has_gemv_norm_head(): the kernel image has it.
+  bool has_gemv_norm_head() const { return fused_ && gemv_norm_head_; }
+  void gemv_norm_head(CUstream s, CUdeviceptr xw, CUdeviceptr ss_part, int64_t K, float eps, CUdeviceptr w, int64_t N,
+                      CUdeviceptr y, CUdeviceptr residual, CUdeviceptr norm_w, CUdeviceptr final_rows);
+
   // gemv_norm over a fused q|k|v matrix (n_heads + 2 n_kv_heads heads of head_dim rows: N = that * head_dim) with
   // rope_store in its epilogue (gemv_rope.cuh): the q|k|v rows y = inv * (xw · wᵀ) + bias rounded to the activation
   // type, the q and k heads normed (q_norm / k_norm, 0: none) and roped in qkv, the k and v heads also written to the
@@ -242,6 +251,7 @@ class Ops {
   CUfunction gemv_swiglu_[4];   // [log2 M]
   CUfunction gemv_norm_[4], gemv_swiglu_norm_[4];  // [log2 M]
   CUfunction gemv_res_[2][4];   // [round_f32][log2 M]
+  CUfunction gemv_norm_head_ = nullptr;  // one row; null where the image lacks it
   CUfunction gemv_norm_rope_[2][4] = {};  // [head_dim 64, 128][log2 M]; null where the image lacks them
   void launch_gemv_norm(CUfunction const (&f)[4], CUstream s, CUdeviceptr xw, CUdeviceptr ss_part, int64_t M,
                         int64_t K, float eps, CUdeviceptr w, int64_t N, CUdeviceptr bias, CUdeviceptr y,

@@ -10,6 +10,8 @@
 //   vt_gemv_norm_<act>_m<M>(xw, ss_part, eps, w, bias, y, K, N, vec)
 //                                    y = rmsnorm(residual) * g · wᵀ + bias = inv * (xw · wᵀ) + bias
 //   vt_gemv_swiglu_norm_<act>_m<M>(xw, ss_part, eps, w_gate_up, y, K, I, vec)
+//   vt_gemv_norm_head_bf16_m1(xw, ss_part, eps, w, y, K, N, vec, residual, norm_w, final_rows)
+//                                    logits y (fp32) = inv * (xw · wᵀ), and final_rows = rmsnorm(residual) * norm_w
 // Each also as <name>_early: the same kernel with gemv.cuh's EARLY weight loads (Ops picks one set when it is
 // built: the _early ones under PDL unless VT_CUDA_EARLY_LOADS=0, the plain ones are that switch's null control).
 // The fused-norm forms are the decode step's default at up to 8 rows (VT_CUDA_FUSED_NORM=0: the separate kernels).
@@ -58,6 +60,17 @@ VT_GEMV_SWIGLU_ALL_M(bf16, bf16)
 
 VT_GEMV_NORM_ALL_M(f32, float)
 VT_GEMV_NORM_ALL_M(bf16, bf16)
+
+// The lm_head's, bf16 activations and batch 1 only (the step that is furthest from the bandwidth limit; with fp32
+// activations the decoder's final rows share normed_'s buffer, which this kernel reads). Bounded to 64 registers so
+// that 4 blocks fit an SM, as with the fp32 GEMV it replaces (unbounded: 68, 3 blocks; bounded at M > 1 it spilled).
+#define VT_GEMV_NORM_HEAD_E(XS, X, EARLY, SUF)                                                              \
+  extern "C" __global__ void __launch_bounds__(256, 4) vt_gemv_norm_head_##XS##_m1##SUF(                     \
+      const X *xw, const float *ss_part, float eps, const bf16 *w, float *y, int K, int N, int vec,           \
+      const float *residual, const float *norm_w, float *final_rows) {                                       \
+    gemv_norm_head_rows<1, X, EARLY>(xw, ss_part, eps, w, y, K, N, vec, residual, norm_w, final_rows);       \
+  }
+VT_GEMV_NORM_HEAD_E(bf16, bf16, false, ) VT_GEMV_NORM_HEAD_E(bf16, bf16, true, _early)
 
 #define VT_GEMV_RES_E(XS, X, RS, RND, M, EARLY, SUF)                                                        \
   extern "C" __global__ void __launch_bounds__(256) vt_gemv_res_##XS##_##RS##_m##M##SUF(                     \

@@ -323,4 +323,29 @@ __device__ __forceinline__ void gemv_norm_rows(const X *__restrict__ xw, const f
   });
 }
 
+// The last layer's norm folded into the lm_head (the captured decode step's, VT_CUDA_HEAD_NORM=0 the null control):
+// logits y (fp32) = inv * (xw · wᵀ) from the last down_proj's xw and partials, as gemv_norm_rows; no bias (the lm_head
+// has none). One launch fewer than the norm kernel + lm_head GEMV. Block 0 also writes the normed rows, final_rows(M,
+// K) fp32 = residual * inv * norm_w, what that norm kernel leaves (its inv summed in another order), for a later
+// lm_head over gathered rows (head_of); after block 0's product, and ready for the next kernel once its PDL wait
+// returns (the whole grid has finished then).
+template <int M, class X, bool EARLY = false>
+__device__ __forceinline__ void gemv_norm_head_rows(const X *__restrict__ xw, const float *__restrict__ ss_part,
+                                                    float eps, const bf16 *__restrict__ w, float *__restrict__ y,
+                                                    int K, int N, int vec, const float *__restrict__ residual,
+                                                    const float *__restrict__ norm_w, float *__restrict__ final_rows) {
+  pdl_trigger();
+  if constexpr (!EARLY) pdl_wait();
+  ScaledRows<M, X> xs{{xw, K}, ss_part, eps, {}, {}};
+  gemv_warp<M, 1, float>(xs, w, nullptr, y, K, N, vec, nullptr, [&] {
+    if constexpr (EARLY) pdl_wait();
+    xs.issue();
+  });
+  if (blockIdx.x == 0)
+#pragma unroll
+    for (int m = 0; m < M; ++m)
+      for (int k = threadIdx.x; k < K; k += blockDim.x)
+        final_rows[int64_t(m) * K + k] = residual[int64_t(m) * K + k] * xs.inv[m] * norm_w[k];
+}
+
 }  // namespace vtk
