@@ -465,13 +465,13 @@ void CudaDecoder::head(CUdeviceptr rows, int32_t n, bool with_argmax, bool step)
   if (with_argmax) ops_->argmax(s, logits_, n, V, V, ids_, lps_, step ? meta_.tokens : 0);
 }
 
-void CudaDecoder::record_step(int32_t B) {
+void CudaDecoder::record_step(int32_t B, int32_t max_keys) {
   head_norm_now_ = head_norm_ && B == 1 && fused_step(B);
   struct Reset {
     bool &flag;
     ~Reset() { flag = false; }
   } reset{head_norm_now_};  // also when a launch throws
-  layers(B, B, p_.max_context, false, 0);
+  layers(B, B, max_keys, false, 0);
   head(iota_.ptr(), B, true, /*step=*/true);
 }
 
@@ -481,11 +481,26 @@ void CudaDecoder::capture_graphs() {
   for (int32_t b : p_.graph_buckets)
     if (b >= 1 && b <= std::min({p_.max_seqs, p_.max_tokens, p_.max_logit_rows, attn_ws_rows_})) buckets.push_back(b);
   if (buckets.empty()) return;
-  if (graphs_lazy_) return graphs_.plan(buckets);  // each captured by forward() when first needed
+  // The buckets whose attention takes another form at short contexts get a second graph for those steps.
+  std::vector<int32_t> short_buckets;
+  const int32_t short_keys = cuda::Ops::kClusterMaxKeys;
+  for (int32_t b : buckets)
+    if (!ops_->attention_cluster(b, c_.n_kv_heads, c_.head_dim, p_.max_context) &&
+        ops_->attention_cluster(b, c_.n_kv_heads, c_.head_dim, short_keys))
+      short_buckets.push_back(b);
+  if (graphs_lazy_) {  // each captured by forward() when first needed
+    graphs_.plan(buckets);
+    if (!short_buckets.empty()) short_graphs_.plan(short_buckets);
+    return;
+  }
   const ForwardBatch none{};  // every row padding
   graphs_.build(
-      *ctx_, stream_->get(), buckets, p_.graph_dedup, [&](int32_t B) { record_step(B); },
+      *ctx_, stream_->get(), buckets, p_.graph_dedup, [&](int32_t B) { record_step(B, p_.max_context); },
       [&](int32_t B) { stage(none, B); });
+  if (!short_buckets.empty())
+    short_graphs_.build(
+        *ctx_, stream_->get(), short_buckets, p_.graph_dedup, [&](int32_t B) { record_step(B, short_keys); },
+        [&](int32_t B) { stage(none, B); });
 }
 
 void CudaDecoder::forward(const ForwardBatch &b) {
@@ -496,18 +511,23 @@ void CudaDecoder::forward(const ForwardBatch &b) {
   if (T > p_.max_tokens) fail(VT_ERR_INTERNAL, "CudaDecoder::forward: more rows than maxBatchTokens");
   const cpu::AttentionBatch &a = b.attn;
   const bool decode = T == a.n_seqs;
+  int32_t max_keys = 1;  // of any row of the step
+  for (int32_t s = 0; s < a.n_seqs; ++s)
+    max_keys = std::max(max_keys, a.seq_pos0[s] + a.seq_q_start[s + 1] - a.seq_q_start[s]);
   if (const int32_t bucket = decode ? graphs_.bucket_for(T) : 0) {
-    if (!graphs_.has(bucket))  // capture 'first-use': this bucket's first step captures it
-      graphs_.add(*ctx_, stream_->get(), bucket, p_.graph_dedup, [&](int32_t B) { record_step(B); });
+    // A short step replays its bucket's short graph where there is one (the graphs are right for any lengths).
+    const int32_t short_keys = cuda::Ops::kClusterMaxKeys;
+    const bool short_step = max_keys <= short_keys && short_graphs_.bucket_for(T) == bucket;
+    cuda::DecodeGraphs &g = short_step ? short_graphs_ : graphs_;
+    const int32_t keys = short_step ? short_keys : p_.max_context;
+    if (!g.has(bucket))  // capture 'first-use': this bucket's first step captures it
+      g.add(*ctx_, stream_->get(), bucket, p_.graph_dedup, [&](int32_t B) { record_step(B, keys); });
     stage(b, bucket);
-    for (int i = 0; i < replays_; ++i) graphs_.launch(bucket, stream_->get());
+    for (int i = 0; i < replays_; ++i) g.launch(bucket, stream_->get());
     graph_rows_ = T, head_rows_ = T;
     return;
   }
   if (b.tokens_from_picks) fail(VT_ERR_INTERNAL, "CudaDecoder::forward: picks as tokens outside a captured step");
-  int32_t max_keys = 1;
-  for (int32_t s = 0; s < a.n_seqs; ++s)
-    max_keys = std::max(max_keys, a.seq_pos0[s] + a.seq_q_start[s + 1] - a.seq_q_start[s]);
   int32_t n_tiles = 0;
   if (!decode && p_.act == cuda::Act::BF16 && attn_mode_.empty() && T > attn_ws_rows_ &&
       ops_->has_attention_prefill(c_.head_dim)) {

@@ -106,8 +106,8 @@ class CudaDecoder : public Decoder {
   int64_t kv_bytes() const { return int64_t(kv_.bytes()); }
   int64_t workspace_bytes() const { return workspace_bytes_; }
   int64_t pinned_bytes() const { return pinned_bytes_; }  // page-locked host memory held (plan_workspace's pinned)
-  int32_t graph_count() const { return graphs_.executables(); }
-  int64_t graph_bytes() const { return graphs_.device_bytes(); }
+  int32_t graph_count() const { return graphs_.executables() + short_graphs_.executables(); }
+  int64_t graph_bytes() const { return graphs_.device_bytes() + short_graphs_.device_bytes(); }
 
  private:
   struct DMatrix {  // (rows, cols) row-major on the device, stored dtype
@@ -150,7 +150,9 @@ class CudaDecoder : public Decoder {
   // Fills the pinned staging area for a step (padded to n_pad rows/sequences) and copies it up.
   void stage(const ForwardBatch &b, int32_t n_pad);
   void capture_graphs();
-  void record_step(int32_t B);  // what a decode graph of bucket B holds: the layers and the head, all rows padding
+  // What a decode graph of bucket B holds: the layers (their attention for rows of up to max_keys keys) and the head,
+  // all rows padding.
+  void record_step(int32_t B, int32_t max_keys);
   CUdeviceptr k_cache(int l) const { return kv_.ptr() + CUdeviceptr(2 * l) * kv_layer_bytes_; }
   CUdeviceptr v_cache(int l) const { return kv_.ptr() + CUdeviceptr(2 * l + 1) * kv_layer_bytes_; }
 
@@ -258,6 +260,11 @@ class CudaDecoder : public Decoder {
   cuda::DeviceBuffer iota_;                // 0, 1, 2, ...: the row list of a decode step
 
   cuda::DecodeGraphs graphs_;
+  // graphs_ is recorded for rows of up to max_context keys. The steps whose rows all have at most
+  // Ops::kClusterMaxKeys keys replay these instead where their bucket has one: the buckets whose decode attention
+  // takes the cluster form at such contexts only (Ops::attention_cluster; batch 1 to 4 on Qwen3's shapes), recorded
+  // for that bound. None where the cluster form is off (VT_CUDA_ATTN_CLUSTER=0) or covers max_context already.
+  cuda::DecodeGraphs short_graphs_;
   int32_t graph_rows_ = 0;                 // rows of the last forward() when it replayed a graph, else 0
   int32_t head_rows_ = 0;                  // rows whose logits (and greedy ids) head() left in logits_/ids_
 };

@@ -446,6 +446,18 @@ SplitWorkspace split_workspace(int64_t T, int32_t n_heads, int32_t n_kv_heads, i
 
 }  // namespace
 
+// attention_split.cuh's kSplitCluster: the cluster form's splits (and cluster size)
+constexpr int kCluster = 8;
+
+// Few rows (batch 1 on most models) of short contexts: the splits of a (row, kv head) as one cluster that merges them
+// in shared memory (attention_split.cuh's cluster_merge), where the grid stays within two blocks an SM (bf16
+// activations, tensor-core head_dims: attention_decode's mma condition besides).
+bool Ops::attention_cluster(int64_t T, int32_t n_kv_heads, int32_t head_dim, int32_t max_keys) const {
+  const int mi = head_dim == 64 ? 0 : head_dim == 128 ? 1 : head_dim == 256 ? 2 : -1;
+  return act_ == Act::BF16 && mi >= 0 && attention_split_cluster_[mi] && max_keys <= kClusterMaxKeys &&
+         T * n_kv_heads * kCluster <= 2 * int64_t(ctx_.sm_count());
+}
+
 int32_t Ops::attention_splits(int64_t T, int32_t n_kv_heads, int32_t max_keys) const {
   return attention_splits(ctx_.sm_count(), T, n_kv_heads, max_keys);
 }
@@ -488,10 +500,7 @@ void Ops::attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUde
                    (k_cache | v_cache) % 16 == 0;
   const int mi = head_dim == 64 ? 0 : head_dim == 128 ? 1 : 2, si = head_dim <= 128 ? 0 : 1;
   const int64_t group = n_heads / n_kv_heads;
-  // Few rows (batch 1 on most models): the splits of a (row, kv head) as one cluster that merges them in shared
-  // memory (attention_split.cuh's cluster_merge), where the grid stays within two blocks an SM.
-  constexpr int kCluster = 8;  // attention_split.cuh's kSplitCluster
-  if (mma && attention_split_cluster_[mi] && T * n_kv_heads * kCluster <= 2 * int64_t(ctx_.sm_count())) {
+  if (mma && attention_cluster(T, n_kv_heads, head_dim, max_keys)) {
     const unsigned shared = unsigned(sizeof(float) * (kSplitWarps + 1) * group * (head_dim + 2));
     const Dim3 grid{unsigned(T), unsigned(n_kv_heads), unsigned(kCluster)}, block{unsigned(kSplitWarps * 32)};
     const CUdeviceptr none = 0;
