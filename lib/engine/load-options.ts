@@ -35,7 +35,7 @@ export interface LoadProgress {
  * A decode step (every sequence in it decodes one token) whose batch fits a bucket replays the graph captured for
  * the smallest bucket that holds it, with the batch padded to that size, instead of launching each kernel. That
  * saves the per-kernel launch cost, which weighs most on small-batch decode, for some GPU memory per captured bucket.
- * The smallest buckets (up to 4 sequences on Qwen3's shapes, bf16 activations, sm_90 and newer) hold a second graph,
+ * The smallest buckets (1 and 2 sequences on Qwen3's shapes, bf16 activations, sm_90 and newer) hold a second graph,
  * for steps whose sequences are all within 768 tokens, where the decode attention takes a faster form.
  */
 export interface CudaGraphsOptions {

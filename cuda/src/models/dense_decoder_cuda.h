@@ -262,8 +262,8 @@ class CudaDecoder : public Decoder {
   cuda::DecodeGraphs graphs_;
   // graphs_ is recorded for rows of up to max_context keys. The steps whose rows all have at most
   // Ops::kClusterMaxKeys keys replay these instead where their bucket has one: the buckets whose decode attention
-  // takes the cluster form at such contexts only (Ops::attention_cluster; batch 1 to 4 on Qwen3's shapes), recorded
-  // for that bound. None where the cluster form is off (VT_CUDA_ATTN_CLUSTER=0) or covers max_context already.
+  // takes the cluster form at such contexts only (Ops::attention_cluster; batch 1 and 2 on Qwen3's shapes on an H200),
+  // recorded for that bound. None where the cluster form is off (VT_CUDA_ATTN_CLUSTER=0) or covers max_context too.
   cuda::DecodeGraphs short_graphs_;
   int32_t graph_rows_ = 0;                 // rows of the last forward() when it replayed a graph, else 0
   int32_t head_rows_ = 0;                  // rows whose logits (and greedy ids) head() left in logits_/ids_

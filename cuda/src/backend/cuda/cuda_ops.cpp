@@ -449,13 +449,16 @@ SplitWorkspace split_workspace(int64_t T, int32_t n_heads, int32_t n_kv_heads, i
 // attention_split.cuh's kSplitCluster: the cluster form's splits (and cluster size)
 constexpr int kCluster = 8;
 
-// Few rows (batch 1 on most models) of short contexts: the splits of a (row, kv head) as one cluster that merges them
-// in shared memory (attention_split.cuh's cluster_merge), where the grid stays within two blocks an SM (bf16
-// activations, tensor-core head_dims: attention_decode's mma condition besides).
+// Few rows (batch 1 to 4 on most models): the splits of a (row, kv head) as one cluster that merges them in shared
+// memory (attention_split.cuh's cluster_merge), where the grid stays within two blocks an SM; and where it has fewer
+// blocks than SMs, only for contexts of up to kClusterMaxKeys keys (bf16 activations, tensor-core head_dims:
+// attention_decode's mma condition besides). On the H200 (132 SMs, 8 kv heads): batch 1 (64 blocks) ran 0.75x the
+// ticket form at an 8,192-token prompt; batch 4 (256 blocks) 1.01-1.03x it at 1,536 and 8,192 (batch 2 not measured).
 bool Ops::attention_cluster(int64_t T, int32_t n_kv_heads, int32_t head_dim, int32_t max_keys) const {
   const int mi = head_dim == 64 ? 0 : head_dim == 128 ? 1 : head_dim == 256 ? 2 : -1;
-  return act_ == Act::BF16 && mi >= 0 && attention_split_cluster_[mi] && max_keys <= kClusterMaxKeys &&
-         T * n_kv_heads * kCluster <= 2 * int64_t(ctx_.sm_count());
+  const int64_t blocks = T * n_kv_heads * kCluster, sms = ctx_.sm_count();
+  return act_ == Act::BF16 && mi >= 0 && attention_split_cluster_[mi] && blocks <= 2 * sms &&
+         (blocks >= sms || max_keys <= kClusterMaxKeys);
 }
 
 int32_t Ops::attention_splits(int64_t T, int32_t n_kv_heads, int32_t max_keys) const {

@@ -210,9 +210,10 @@ class Ops {
   //   T * n_kv_heads uint32 are tickets that every call leaves at zero, the rest is scratch. Calls that share a
   //   workspace must not run concurrently (one per stream). The size is not monotonic in T (fewer splits as T
   //   grows; none once T * n_kv_heads >= 2 SMs): one workspace for several batch sizes takes the largest.
-  //   Few rows of short contexts (attention_cluster) take the cluster form, whose splits of a (row, kv head) merge in
-  //   distributed shared memory (8 splits: 1.034x at Qwen3-0.6B batch 1 on the H200 with ~400 keys); longer ones the
-  //   ticket form, whose split count grows with max_keys (the cluster form at an 8,192-token prompt: 0.75x).
+  //   Few rows (attention_cluster) take the cluster form, whose splits of a (row, kv head) merge in distributed
+  //   shared memory (8 splits: 1.034x at Qwen3-0.6B batch 1 on the H200 with ~400 keys); where that grid has fewer
+  //   blocks than SMs, only up to kClusterMaxKeys keys, past which the ticket form, whose split count grows with
+  //   max_keys, is faster (the cluster form at batch 1 and an 8,192-token prompt: 0.75x).
   static constexpr int32_t kClusterMaxKeys = 768;  // H200, 0.6B b1: cluster 1.012x at 384-640 keys, 0.98x at 1,024+
   bool attention_cluster(int64_t T, int32_t n_kv_heads, int32_t head_dim, int32_t max_keys) const;
   int32_t attention_splits(int64_t T, int32_t n_kv_heads, int32_t max_keys) const;  // the grid's splits per row
