@@ -54,11 +54,15 @@ t=$SECONDS
 bench_checkpoint "$shape" "$ckpt" "$out/checkpoint.log" 300 || exit 1
 stage "checkpoint: $((SECONDS - t)) s"
 
-# 2. Our engine, CUDA graphs on (the default).
+# 2. Our engine, CUDA graphs on (the default). The GPU's clocks, power and temperature around it go into engine.log:
+# the same build has run ~1.3% apart at batch 1 on two instances of the machine (bench/RESULTS.md, session 10).
+clocks() { nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv 2>/dev/null | sed "s/^/clocks $1: /"; }
 t=$SECONDS
+clocks before > "$out/engine.log"
 timeout 240 "$bin" --model "$ckpt" --runs "$runs" --batches "$batches" --prefill "$prefill" --json "$out/engine.json" \
-  2>&1 | tee "$out/engine.log"
+  2>&1 | tee -a "$out/engine.log"
 engine_rc=${PIPESTATUS[0]}
+clocks after >> "$out/engine.log"
 stage "engine: exit $engine_rc, $((SECONDS - t)) s"
 
 # 3. The null control: batch-1 decode with graphs off, same params otherwise.

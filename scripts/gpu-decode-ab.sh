@@ -25,6 +25,10 @@ mkdir -p "$out"
 ckpt=${VT_BENCH_DIR:-/tmp/vt-bench}/$shape-bf16
 bin=$root/.gpu-out/bench_cuda_engine
 bench_checkpoint "$shape" "$ckpt" "$out/checkpoint.log" 150 || exit 1
+# The GPU's clocks, power and temperature before the variants (the same build has run ~1.3% apart at batch 1 on two
+# instances of the machine: bench/RESULTS.md, session 10).
+nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv 2>/dev/null \
+  | sed 's/^/clocks: /'
 for v in "${variants[@]}"; do
   label=${v%%:*}
   envs=() args=() vbin=$bin
