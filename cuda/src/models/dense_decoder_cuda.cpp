@@ -149,7 +149,8 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
     std::string list = std::string(",") + e + ",";  // items apart by ',' or '+' (gpu-decode-ab.sh splits on ',')
     std::replace(list.begin(), list.end(), '+', ',');
     const std::pair<const char *, Skip> names[] = {{"norm", kSkipNorm}, {"rope", kSkipRope}, {"attn", kSkipAttn},
-                                                   {"qkv", kSkipQkv},   {"o", kSkipO},       {"mlp", kSkipMlp}};
+                                                   {"qkv", kSkipQkv},   {"o", kSkipO},       {"mlp", kSkipMlp},
+                                                   {"argmax", kSkipArgmax}};
     for (const auto &[name, bit] : names)
       if (list.find(std::string(",") + name + ",") != std::string::npos) skip_ |= bit;
     if (skip_)
@@ -167,6 +168,8 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // Sampled rows are picked on the GPU; VT_CUDA_SAMPLE=0 sends their logits to the host sampler instead.
   if (const char *e = std::getenv("VT_CUDA_SAMPLE")) sample_on_device_ = e[0] != '0';
   if (const char *e = std::getenv("VT_CUDA_OVERLAP")) overlap_ = e[0] != '0';
+  if (const char *e = std::getenv("VT_CUDA_STEP_ADVANCE")) step_advance_ = e[0] != '0';
+  step_advance_ = step_advance_ && overlap_ && replays_ == 1;
   if (c_.vocab_size > cuda::Ops::kSampleMaxVocab) sample_on_device_ = false;
   const bool penalties_on_device = processors_switch(c_);
   const char *blas_env = std::getenv("VT_CUDA_CUBLASLT");
@@ -275,7 +278,9 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   meta_pinned_ = cuda::PinnedBuffer(meta_elems_ * 4);
   staged_ = std::make_unique<cuda::Event>();
   for (auto &e : picked_) e = std::make_unique<cuda::Event>();
-  out_pinned_ = cuda::PinnedBuffer(size_t(R) * 8);  // two slots of R ids (greedy_begin), or ids and logprobs
+  // Two slots of R ids (greedy_begin), or ids and logprobs; mapped when the captured step writes the picks there.
+  out_pinned_ = cuda::PinnedBuffer(size_t(R) * 8, step_advance_);
+  for (auto &v : begun_positions_) v.resize(size_t(R));
   sample_pinned_ = cuda::PinnedBuffer(size_t(R) * kSampleStagingRowBytes);
   pinned_bytes_ = int64_t(proc_pinned_.bytes() + meta_pinned_.bytes() + out_pinned_.bytes() + sample_pinned_.bytes());
   const CUdeviceptr m0 = meta_buf_.ptr();
@@ -326,6 +331,13 @@ void CudaDecoder::stage(const ForwardBatch &b, int32_t n_pad) {
   staged_->synchronize();  // the previous step's copy out of this staging area has finished
   int32_t *tokens = h, *positions = h + Tm, *slots = h + 2 * Tm, *q_start = h + 3 * Tm, *pos0 = q_start + S + 1;
   int32_t *tables = h + tiles_off_ + 4 * (Tm + S);
+  if (b.tokens_from_picks && step_advance_ && advanced_on_device(b, n_pad)) {  // nothing to upload: the mirror only
+    std::copy_n(b.positions, T, positions);
+    std::copy_n(b.slots, T, slots);
+    std::copy_n(b.attn.seq_pos0, n_seqs, pos0);
+    return;
+  }
+  staged_pad_ = n_pad, staged_rows_ = T;
   std::copy_n(b.tokens, T, tokens);
   std::copy_n(b.positions, T, positions);
   std::copy_n(b.slots, T, slots);
@@ -346,6 +358,24 @@ void CudaDecoder::stage(const ForwardBatch &b, int32_t n_pad) {
   cuda::check(cuda::driver().cuMemcpyHtoDAsync(meta_buf_.ptr() + skip * 4, h + skip, (elems - skip) * 4, stream_->get()),
               "cuMemcpyHtoDAsync(step)");
   staged_->record(stream_->get());
+}
+
+bool CudaDecoder::advanced_on_device(const ForwardBatch &b, int32_t n_pad) const {
+  const int32_t T = b.n_tokens;
+  if (n_pad != staged_pad_ || T != staged_rows_ || T != b.attn.n_seqs) return false;
+  const int64_t Tm = p_.max_tokens, S = std::max(p_.max_seqs, 1);
+  const int32_t *h = meta_pinned_.as<int32_t>();
+  const int32_t *positions = h + Tm, *slots = h + 2 * Tm, *tables = h + tiles_off_ + 4 * (Tm + S);
+  const int32_t bs = p_.block_size;
+  // What step_advance (sample.cuh) computed from the mirrored values must be this step's: when a sequence has just
+  // been given a new block, the tables uploaded last lack it and the step is uploaded as a whole.
+  for (int32_t s = 0; s < T; ++s) {
+    const int32_t next = positions[s] + 1, block = next / bs;
+    if (slots[s] < 0 || block >= table_width_ || b.positions[s] != next || b.attn.seq_pos0[s] != next ||
+        b.slots[s] != tables[int64_t(s) * table_width_ + block] * bs + next % bs)
+      return false;
+  }
+  return true;
 }
 
 bool CudaDecoder::fused_step(int32_t T) const {
@@ -461,8 +491,15 @@ void CudaDecoder::head(CUdeviceptr rows, int32_t n, bool with_argmax, bool step)
     ops_->embed(s, final_, DType::F32, H, rows, n, last_, /*out_f32=*/true);
     linear(last_, n, lm_head_, 0, logits_, /*y_f32=*/true, /*x_f32=*/true);
   }
-  // A captured step also leaves its picks as the tokens of a chained next step (stage() then uploads the rest).
-  if (with_argmax) ops_->argmax(s, logits_, n, V, V, ids_, lps_, step ? meta_.tokens : 0);
+  // A captured step also leaves its picks as the tokens of a chained next step, and with step_advance_ the picks in
+  // host memory and the metadata one token on (stage() then uploads nothing, or all but the tokens).
+  if (with_argmax && !skips(kSkipArgmax)) {
+    const auto i32 = [](CUdeviceptr p) { return reinterpret_cast<int32_t *>(p); };
+    const cuda::StepAdvance adv{i32(out_pinned_.device_ptr()), i32(meta_.positions), i32(meta_.slots), i32(meta_.pos0),
+                                i32(meta_.tables),             table_width_,        p_.block_size,   p_.max_logit_rows,
+                                0};
+    ops_->argmax(s, logits_, n, V, V, ids_, lps_, step ? meta_.tokens : 0, step && step_advance_ ? &adv : nullptr);
+  }
 }
 
 void CudaDecoder::record_step(int32_t B, int32_t max_keys) {
@@ -605,8 +642,13 @@ void CudaDecoder::greedy_begin(int32_t n) {
   const int slot = next_slot_;
   next_slot_ ^= 1;
   const CUstream s = stream_->get();
-  int32_t *out = out_pinned_.as<int32_t>() + int64_t(slot) * p_.max_logit_rows;
-  cuda::check(cuda::driver().cuMemcpyDtoHAsync(out, ids_, size_t(n) * sizeof(int32_t), s), "cuMemcpyDtoHAsync(picks)");
+  if (step_advance_) {  // the step's argmax writes the picks (a row's slot: its position's parity); stage's mirror
+    const int32_t *positions = meta_pinned_.as<int32_t>() + p_.max_tokens;
+    std::copy_n(positions, n, begun_positions_[slot].begin());
+  } else {
+    int32_t *out = out_pinned_.as<int32_t>() + int64_t(slot) * p_.max_logit_rows;
+    cuda::check(cuda::driver().cuMemcpyDtoHAsync(out, ids_, size_t(n) * sizeof(int32_t), s), "cuMemcpyDtoHAsync(picks)");
+  }
   picked_[slot]->record(s);
   begun_.push_back({slot, n});
 }
@@ -616,7 +658,11 @@ void CudaDecoder::greedy_end(int32_t *ids) {
   const auto [slot, n] = begun_.front();
   begun_.erase(begun_.begin());
   picked_[slot]->synchronize();
-  std::copy_n(out_pinned_.as<int32_t>() + int64_t(slot) * p_.max_logit_rows, n, ids);
+  const int32_t *out = out_pinned_.as<int32_t>();
+  if (step_advance_)
+    for (int32_t r = 0; r < n; ++r) ids[r] = out[int64_t(begun_positions_[slot][size_t(r)] & 1) * p_.max_logit_rows + r];
+  else
+    std::copy_n(out + int64_t(slot) * p_.max_logit_rows, n, ids);
 }
 
 bool CudaDecoder::applies_processors(const ProcessorLists &lists) const {

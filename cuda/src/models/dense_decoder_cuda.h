@@ -149,6 +149,9 @@ class CudaDecoder : public Decoder {
   void head_of(const int32_t *rows, int32_t m, bool with_argmax);
   // Fills the pinned staging area for a step (padded to n_pad rows/sequences) and copies it up.
   void stage(const ForwardBatch &b, int32_t n_pad);
+  // Whether a chained decode step's metadata is already on the device, as the previous step's argmax left it
+  // (step_advance_): the same rows one token on, and every row's next KV slot in the block tables uploaded last.
+  bool advanced_on_device(const ForwardBatch &b, int32_t n_pad) const;
   void capture_graphs();
   // What a decode graph of bucket B holds: the layers (their attention for rows of up to max_keys keys) and the head,
   // all rows padding.
@@ -160,10 +163,13 @@ class CudaDecoder : public Decoder {
   CudaDecoderParams p_;
   float rope_scale_ = 1.f;
   bool sub_f32_ = false;  // o/down outputs fp32 (VT_CUDA_SUBLAYER_F32=1, debugging; bf16 activations only)
-  // VT_CUDA_SKIP=norm,rope,attn,qkv,o,mlp (any of them, apart by ',' or '+'): the layers leave those launches out. For timing
-  // only (what a kind of launch costs inside the captured step, the bound on fusing it away): the results are
-  // wrong, and the engine says so on stderr when it loads. Each a bit of skip_.
-  enum Skip : unsigned { kSkipNorm = 1, kSkipRope = 2, kSkipAttn = 4, kSkipQkv = 8, kSkipO = 16, kSkipMlp = 32 };
+  // VT_CUDA_SKIP=norm,rope,attn,qkv,o,mlp,argmax (any of them, apart by ',' or '+'): the step leaves those launches
+  // out (argmax: the captured step's). For timing only (what a kind of launch costs inside the captured step, the
+  // bound on fusing it away): the results are wrong, and the engine says so on stderr when it loads. Each a bit of
+  // skip_.
+  enum Skip : unsigned {
+    kSkipNorm = 1, kSkipRope = 2, kSkipAttn = 4, kSkipQkv = 8, kSkipO = 16, kSkipMlp = 32, kSkipArgmax = 64
+  };
   unsigned skip_ = 0;
   bool skips(Skip k) const { return (skip_ & k) != 0; }
   // cudaGraphs.capture 'first-use' (CudaDecoderParams::graph_first_use; VT_CUDA_GRAPHS_LAZY=1 or 0 overrides it): no
@@ -248,13 +254,23 @@ class CudaDecoder : public Decoder {
   cuda::PinnedBuffer meta_pinned_, out_pinned_;
   cuda::PinnedBuffer sample_pinned_;       // SampleRows up, then ids | logprobs | top ids | top logprobs down
   std::unique_ptr<cuda::Event> staged_;    // recorded after each step's upload from meta_pinned_
+  // meta_pinned_ mirrors the step's metadata on the device (also when it was not uploaded: step_advance_), for
+  // staged_pad_ rows of which staged_rows_ are real.
+  int32_t staged_pad_ = 0, staged_rows_ = 0;
   // The overlapped decode's reads of greedy picks (greedy_begin/end): out_pinned_ holds two slots of max_logit_rows
-  // ids, each with the event recorded after its copy; begun_ lists the begun reads (slot, rows), oldest first.
+  // ids, each with the event recorded after the step; begun_ lists the begun reads (slot, rows), oldest first.
   // VT_CUDA_OVERLAP=0 turns the overlap off (the null control: every step's picks read before the next launch).
   std::unique_ptr<cuda::Event> picked_[2];
   std::vector<std::pair<int, int32_t>> begun_;
   int next_slot_ = 0;
   bool overlap_ = true;
+  // The captured steps' argmax writes the picks into out_pinned_ (mapped; a row's slot is its position's parity,
+  // begun_positions_ the positions of each begun read) and moves the metadata on by a token (cuda::StepAdvance), so
+  // a chained step needs neither the copy of the picks nor the upload (stage) between the two graphs. On with the
+  // overlap unless VT_CUDA_STEP_ADVANCE=0 (the null control), off while timing replays (VT_CUDA_REPLAY: a step would
+  // no longer be idempotent).
+  bool step_advance_ = true;
+  std::vector<int32_t> begun_positions_[2];
   Meta meta_{};
   std::vector<int32_t> tiles_;             // prefill attention tiles of the step (host)
   cuda::DeviceBuffer iota_;                // 0, 1, 2, ...: the row list of a decode step

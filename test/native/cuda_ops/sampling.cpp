@@ -53,6 +53,62 @@ Greedy greedy_ref(const float *x, int32_t vocab) {
   return {id, -std::log(s)};
 }
 
+// A captured decode step's argmax with cuda::StepAdvance: each row's id (`want`, from the plain argmax) lands in mapped
+// host memory at its position's parity, and its position, pos0 and KV slot move on by one token, the slot from the
+// block tables (16-token blocks, 8 a row): positions inside a block, at a block's last token (the next is in the
+// row's next block) and at the tables' end (slot -1); every 7th row is padding (slot -1), left as it was. Nothing
+// else of the host slots is written.
+static bool step_advance_ok(Env &env, cuda::Ops &ops, CUdeviceptr logits, int64_t n, int32_t vocab, int64_t ld,
+                            const std::vector<int32_t> &want, std::string &why) {
+  const int32_t bs = 16, width = 8, stride = int32_t(n) + 3;
+  const size_t rows = size_t(n);
+  std::vector<int32_t> pos(rows), slot(rows), pos0(rows), tables(rows * size_t(width));
+  for (auto &t : tables) t = int32_t(below(1000));
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t k = below(4);
+    const int32_t p = k == 0 ? int32_t(below(bs * width)) : k == 1 ? bs * int32_t(1 + below(width - 1)) - 1
+                    : k == 2 ? bs * width - 1 : int32_t(below(bs * width - 1));
+    const bool pad = r % 7 == 6;
+    pos[size_t(r)] = pad ? 0 : p;
+    slot[size_t(r)] = pad ? -1 : tables[size_t(r * width + p / bs)] * bs + p % bs;
+    pos0[size_t(r)] = pad ? 0 : p;
+  }
+  DeviceBuffer dpos = upload_raw(pos), dslot = upload_raw(slot), dpos0 = upload_raw(pos0), dtab = upload_raw(tables);
+  cuda::PinnedBuffer host(size_t(2 * stride) * 4, /*mapped=*/true);
+  std::fill_n(host.as<int32_t>(), 2 * stride, -1);
+  const auto i32 = [](CUdeviceptr p) { return reinterpret_cast<int32_t *>(p); };
+  const cuda::StepAdvance adv{i32(host.device_ptr()), i32(dpos.ptr()), i32(dslot.ptr()), i32(dpos0.ptr()),
+                              i32(dtab.ptr()),        width,           bs,               stride,
+                              0};
+  DeviceBuffer ids(size_t(n) * 4);
+  ops.argmax(env.stream.get(), logits, n, vocab, ld, ids.ptr(), 0, 0, &adv);
+  env.stream.synchronize();
+  std::vector<int32_t> gpos(rows), gslot(rows), gpos0(rows);
+  dpos.download(env.stream.get(), gpos.data(), dpos.bytes());
+  dslot.download(env.stream.get(), gslot.data(), dslot.bytes());
+  dpos0.download(env.stream.get(), gpos0.data(), dpos0.bytes());
+  const int32_t *h = host.as<int32_t>();
+  int written = 0;
+  for (int32_t i = 0; i < 2 * stride; ++i) written += h[i] != -1;
+  if (written != n) return why = fmt("step advance: %d host entries written for %lld rows", written, (long long)n), false;
+  for (int64_t r = 0; r < n; ++r) {
+    const size_t i = size_t(r);
+    const int32_t p = pos[i], next = p + 1;
+    if (h[(p & 1) * stride + r] != want[i])
+      return why = fmt("step advance: row %lld's host pick %d, want %d", (long long)r, h[(p & 1) * stride + r], want[i]),
+             false;
+    const bool pad = slot[i] < 0;
+    const int32_t want_slot = pad ? -1 : next / bs < width ? tables[size_t(r * width + next / bs)] * bs + next % bs : -1;
+    const int32_t want_pos = pad ? p : next;
+    if (gpos[i] != want_pos || gpos0[i] != want_pos || gslot[i] != want_slot)
+      return why = fmt("step advance: row %lld (position %d%s): position %d, pos0 %d, slot %d; want %d, %d, %d",
+                       (long long)r, p, pad ? ", padding" : "", gpos[i], gpos0[i], gslot[i], want_pos, want_pos,
+                       want_slot),
+             false;
+  }
+  return true;
+}
+
 // argmax + logprob per row against greedy_ref and against the CPU sampler itself (vt::sample, temperature 0,
 // one logprob), within 1e-5. Rows ld elements apart, the gap and a tail past the last row filled with 1e30
 // (it wins if read); variants take the 16-byte path (row starts aligned) and the scalar one (ld % 4 != 0, or
@@ -130,7 +186,8 @@ static void argmax_cases(Env &env, cuda::Ops &ops, const char *form) {
                                 false;
                      for (size_t i = size_t(n); i < size_t(n + guard); ++i)
                        if (again_also[i] != -1) return why = "also_ids: wrote past the end", false;
-                     return true;
+                     return step_advance_ok(env, ops, dl.ptr() + CUdeviceptr(var.offset * 4), n, vocab, ld, got_id,
+                                            why);
                    });
       }
 }

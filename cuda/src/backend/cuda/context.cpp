@@ -136,9 +136,15 @@ void DeviceBuffer::fill_bytes(CUstream stream, unsigned char value) {
 }
 
 // --- PinnedBuffer ---------------------------------------------------------------------------------------------
-PinnedBuffer::PinnedBuffer(size_t bytes) : bytes_(bytes) {
-  if (bytes)
-    check(driver().cuMemHostAlloc(&p_, bytes, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc(" + std::to_string(bytes) + " bytes)");
+PinnedBuffer::PinnedBuffer(size_t bytes, bool mapped) : bytes_(bytes) {
+  if (!bytes) return;
+  const unsigned flags = CU_MEMHOSTALLOC_PORTABLE | (mapped ? CU_MEMHOSTALLOC_DEVICEMAP : 0u);
+  check(driver().cuMemHostAlloc(&p_, bytes, flags), "cuMemHostAlloc(" + std::to_string(bytes) + " bytes)");
+  if (mapped) {
+    const CUresult r = driver().cuMemHostGetDevicePointer(&dptr_, p_, 0);
+    if (r != CUDA_SUCCESS) driver().cuMemFreeHost(std::exchange(p_, nullptr));  // (the destructor will not run)
+    check(r, "cuMemHostGetDevicePointer");
+  }
 }
 PinnedBuffer::~PinnedBuffer() {
   if (p_) driver().cuMemFreeHost(p_);
@@ -148,6 +154,7 @@ PinnedBuffer &PinnedBuffer::operator=(PinnedBuffer &&o) noexcept {
     if (p_) driver().cuMemFreeHost(p_);
     p_ = std::exchange(o.p_, nullptr);
     bytes_ = std::exchange(o.bytes_, 0);
+    dptr_ = std::exchange(o.dptr_, 0);
   }
   return *this;
 }

@@ -124,23 +124,27 @@ class DeviceBuffer {
 };
 
 // Page-locked host memory (cuMemHostAlloc): what async copies need to be truly asynchronous, and the staging
-// area of each step's metadata. Owned; freed with cuMemFreeHost.
+// area of each step's metadata. Owned; freed with cuMemFreeHost. `mapped`: kernels may also read and write it
+// (at device_ptr(), over the bus), as the captured greedy step writes its picks straight to the host.
 class PinnedBuffer {
  public:
   PinnedBuffer() = default;
-  explicit PinnedBuffer(size_t bytes);
+  explicit PinnedBuffer(size_t bytes, bool mapped = false);
   ~PinnedBuffer();
-  PinnedBuffer(PinnedBuffer &&o) noexcept : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  PinnedBuffer(PinnedBuffer &&o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), dptr_(std::exchange(o.dptr_, 0)) {}
   PinnedBuffer &operator=(PinnedBuffer &&o) noexcept;
   PinnedBuffer(const PinnedBuffer &) = delete;
   PinnedBuffer &operator=(const PinnedBuffer &) = delete;
   template <class T>
   T *as() const { return static_cast<T *>(p_); }
   size_t bytes() const { return bytes_; }
+  CUdeviceptr device_ptr() const { return dptr_; }  // 0 unless mapped
 
  private:
   void *p_ = nullptr;
   size_t bytes_ = 0;
+  CUdeviceptr dptr_ = 0;
 };
 
 // Waits for the work queued on one stream. Engine code waits on its stream, never on the context: another engine in

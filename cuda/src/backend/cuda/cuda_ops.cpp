@@ -361,17 +361,22 @@ void Ops::rope_store(CUstream s, CUdeviceptr qkv, int64_t T, int32_t n_heads, in
 }
 
 void Ops::argmax(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr out_ids,
-                 CUdeviceptr out_logprobs, CUdeviceptr also_ids) {
+                 CUdeviceptr out_logprobs, CUdeviceptr also_ids, const StepAdvance *advance) {
   if (ld == 0) ld = vocab;
   require(vocab > 0 && vocab <= (int64_t(1) << 24) && ld >= vocab && fits_int(n), "argmax shape");
+  require(!advance || (advance->host_picks && advance->positions && advance->slots && advance->seq_pos0 && advance->tables &&
+                       advance->table_width > 0 && advance->block_size > 0 && advance->picks_stride >= n),
+          "argmax step advance");
   if (n == 0) return;
   const int v = int(vocab), vec = ld % 4 == 0 && logits % 16 == 0;
   const long long stride = ld;
+  const StepAdvance adv = advance ? *advance : StepAdvance{};
   if (argmax_parts(n))
     ctx_.launch_pdl(argmax_parts_, {unsigned(n), kArgmaxParts}, {1024}, 0, s, logits, stride, v, vec, out_ids,
-                    out_logprobs, also_ids);
+                    out_logprobs, also_ids, adv);
   else
-    ctx_.launch_pdl(argmax_, {unsigned(n)}, {1024}, 0, s, logits, stride, v, vec, out_ids, out_logprobs, also_ids);
+    ctx_.launch_pdl(argmax_, {unsigned(n)}, {1024}, 0, s, logits, stride, v, vec, out_ids, out_logprobs, also_ids,
+                    adv);
 }
 
 void Ops::sample(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr rows,

@@ -11,6 +11,7 @@
 
 #include "backend/cuda/context.h"
 #include "backend/cuda/sample_rows.h"
+#include "backend/cuda/step_advance.h"
 #include "dtype.h"
 
 namespace vt::cuda {
@@ -154,9 +155,10 @@ class Ops {
   // id of each row's largest value, and out_logprobs(n) fp32 (0: not written), that token's log-softmax;
   // NaN, -inf and +inf as the CPU sampler treats them (sample.cuh). vocab <= 2^24. also_ids (0: none): the ids
   // written there too (the decode graph's: the next step's tokens when it is chained, Decoder::chains).
+  // advance (null: none): also each row's id into host memory and its metadata one token on (step_advance.h).
   // Few rows on sm_90+: each split over a cluster of kArgmaxParts blocks (argmax_parts).
   void argmax(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr out_ids,
-              CUdeviceptr out_logprobs, CUdeviceptr also_ids = 0);
+              CUdeviceptr out_logprobs, CUdeviceptr also_ids = 0, const StepAdvance *advance = nullptr);
   // Whether argmax splits each of n rows over a cluster: on sm_90+ (unless VT_CUDA_ARGMAX_PARTS=0) while the rows
   // alone leave most SMs idle (n * kArgmaxParts <= 2 * SMs; larger batches keep one block a row).
   bool argmax_parts(int64_t n) const { return argmax_parts_ && n * kArgmaxParts <= 2 * int64_t(ctx_.sm_count()); }

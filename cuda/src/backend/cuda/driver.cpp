@@ -92,6 +92,7 @@ Loaded load() {
   resolve(lib, d.cuGraphGetNodes, "cuGraphGetNodes", nullptr, &missing);
   resolve(lib, d.cuMemHostAlloc, "cuMemHostAlloc", nullptr, &missing);
   resolve(lib, d.cuMemFreeHost, "cuMemFreeHost", nullptr, &missing);
+  resolve(lib, d.cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", nullptr, &missing);
   if (!missing.empty()) {
     a.reason = "the NVIDIA driver is too old: libcuda.so.1 has no " + missing + " (CUDA " +
                version_text(kMinDriverVersion) + " or newer is needed)";

@@ -80,7 +80,7 @@ enum : unsigned { CU_STREAM_NON_BLOCKING = 1, CU_EVENT_DEFAULT = 0 };
 // CUstreamCaptureMode: thread-local capture only forbids unsafe calls (cuMemAlloc, ...) on the capturing
 // thread, so a JS thread asking for memory figures during a capture is not affected.
 enum : int { CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1 };
-enum : unsigned { CU_MEMHOSTALLOC_PORTABLE = 1 };
+enum : unsigned { CU_MEMHOSTALLOC_PORTABLE = 1, CU_MEMHOSTALLOC_DEVICEMAP = 2 };
 
 // --- the function table ----------------------------------------------------------------------------------------
 struct Driver {
@@ -132,6 +132,7 @@ struct Driver {
   CUresult (*cuGraphGetNodes)(CUgraph graph, CUgraphNode *nodes, size_t *n);
   CUresult (*cuMemHostAlloc)(void **p, size_t bytes, unsigned flags);
   CUresult (*cuMemFreeHost)(void *p);
+  CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr *dptr, void *p, unsigned flags);  // _v2
   CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *config, CUfunction fn, void **params, void **extra);
   CUresult (*cuLaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                              unsigned bz, unsigned shared_bytes, CUstream s, void **params, void **extra);

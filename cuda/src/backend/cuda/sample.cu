@@ -1,5 +1,6 @@
 // Entry points of the sample family:
-//   vt_argmax_f32:       grid (n), block kArgmaxThreads (1024); also_ids (may be null): the ids again
+//   vt_argmax_f32:       grid (n), block kArgmaxThreads (1024); also_ids (may be null): the ids again; adv: a
+//                        captured decode step's StepAdvance (positions null: none)
 //   vt_argmax_parts_f32: the same, grid (n, kArgmaxParts), clusters of kArgmaxParts along y (sm_90+ only)
 //   vt_sample_f32:       grid (n), block kSampleThreads (1024)
 //   vt_top_logprobs_f32: grid (n), block kSampleThreads (1024)
@@ -13,19 +14,23 @@ using namespace vtk;
 
 extern "C" __global__ void __launch_bounds__(kArgmaxThreads)
     vt_argmax_f32(const float *logits, long long ld, int vocab, int vec, int32_t *out_ids, float *out_logprobs,
-                  int32_t *also_ids) { pdl_trigger(); pdl_wait();
+                  int32_t *also_ids, vt::cuda::StepAdvance adv) { pdl_trigger(); pdl_wait();
   argmax_row(logits, ld, vocab, vec, out_ids, out_logprobs);
   // (thread 0 wrote the row's id: the same thread reads it back)
-  if (also_ids && threadIdx.x == 0) also_ids[blockIdx.x] = out_ids[blockIdx.x];
+  if (threadIdx.x == 0) {
+    const int32_t id = out_ids[blockIdx.x];
+    if (also_ids) also_ids[blockIdx.x] = id;
+    if (adv.positions) step_advance(adv, blockIdx.x, id);
+  }
 }
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 extern "C" __global__ void __launch_bounds__(kArgmaxThreads) __cluster_dims__(1, kArgmaxParts, 1)
     vt_argmax_parts_f32(const float *logits, long long ld, int vocab, int vec, int32_t *out_ids, float *out_logprobs,
-                        int32_t *also_ids) {
+                        int32_t *also_ids, vt::cuda::StepAdvance adv) {
   pdl_trigger();
   pdl_wait();
-  argmax_row_parts(logits, ld, vocab, vec, out_ids, out_logprobs, also_ids);
+  argmax_row_parts(logits, ld, vocab, vec, out_ids, out_logprobs, also_ids, adv);
 }
 #endif
 

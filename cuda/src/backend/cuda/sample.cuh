@@ -13,6 +13,7 @@
 #pragma once
 
 #include "common.cuh"
+#include "step_advance.h"
 
 namespace vtk {
 
@@ -152,6 +153,21 @@ __device__ __forceinline__ void argmax_result(const SoftmaxMax &st, float inf_co
   else lp = -logf(st.s);  // l[id] - m = 0
 }
 
+// The pick of a captured decode step's row into host memory and the row's metadata one token on (StepAdvance; one
+// thread of the row). The row's own position picks the host slot, so two chained steps in flight never share one.
+__device__ __forceinline__ void step_advance(const vt::cuda::StepAdvance &a, int64_t row, int32_t id) {
+  const int32_t p = a.positions[row];
+  a.host_picks[int64_t(p & 1) * a.picks_stride + row] = id;
+  if (a.slots[row] >= 0) {
+    const int32_t next = p + 1, block = next / a.block_size;
+    a.positions[row] = next;
+    a.seq_pos0[row] = next;
+    a.slots[row] = block < a.table_width ? a.tables[row * a.table_width + block] * a.block_size + next % a.block_size
+                                         : -1;
+  }
+  __threadfence_system();  // (the host reads the pick once the step's event has completed)
+}
+
 // Grid (n), block kArgmaxThreads. vec: every row 16-byte aligned (ld % 4 == 0, logits aligned).
 __device__ __forceinline__ void argmax_row(const float *__restrict__ logits, int64_t ld, int vocab, int vec,
                                            int32_t *__restrict__ out_ids, float *__restrict__ out_logprobs) {
@@ -179,7 +195,7 @@ constexpr int kArgmaxParts = 8;  // the portable cluster size
 
 __device__ __forceinline__ void argmax_row_parts(const float *__restrict__ logits, int64_t ld, int vocab, int vec,
                                                  int32_t *__restrict__ out_ids, float *__restrict__ out_logprobs,
-                                                 int32_t *__restrict__ also_ids) {
+                                                 int32_t *__restrict__ also_ids, const vt::cuda::StepAdvance &adv) {
   const int64_t row = blockIdx.x;
   const unsigned rank = cluster_rank();
   const int per = ((vocab + kArgmaxParts - 1) / kArgmaxParts + 3) & ~3;
@@ -205,6 +221,7 @@ __device__ __forceinline__ void argmax_row_parts(const float *__restrict__ logit
     out_ids[row] = id;
     if (out_logprobs) out_logprobs[row] = lp;
     if (also_ids) also_ids[row] = id;
+    if (adv.positions) step_advance(adv, row, id);
   }
   cluster_arrive();
   cluster_wait();  // no block leaves while block 0 may still read its part
