@@ -19,6 +19,7 @@
 //   --capture first-use: each bucket captured by its first decode step, cudaGraphs.capture)
 //                     [--only decode,prefill,load] [--batches 1,8,32,128] [--prefill 512,2048,8192]
 //                     [--prompt 128]   (the decode requests' prompt length; e.g. 8192 to time long-context decode)
+//                     [--temperature 0]   (> 0: every request sampled at it, seeded: the unchained decode step)
 //
 // Built by `scripts/gpu-check.sh prepare` into .gpu-out/bench_cuda_engine; run by scripts/gpu-bench.sh on the GPU
 // machine. The JSON is rewritten after each workload, so a run cut short by a timeout still leaves what it measured.
@@ -87,11 +88,17 @@ json stat(std::vector<double> v) {
 
 using Trace = RequestTrace;
 
-// Submits greedy, no stop ids (so only max_tokens ends it); 0 and `err` set on failure.
+// The requests' temperature (--temperature; 0: greedy): a sampled decode step is not chained (Engine::step), so this
+// times the step the way most chat requests run it.
+float g_temperature = 0.f;
+
+// Submits greedy (or sampled at g_temperature, seeded), no stop ids (so only max_tokens ends it); 0 and `err` set on
+// failure.
 uint64_t submit(vt_engine *e, Trace &t, const std::vector<int32_t> &ids, int max_tokens, std::string &err) {
   vt_request_params rp = vt_request_default_params();
   rp.max_tokens = max_tokens;
-  rp.temperature = 0.f;
+  rp.temperature = g_temperature;
+  rp.seed = 1234, rp.has_seed = g_temperature > 0.f;
   rp.n_stop_ids = 0;
   char buf[512] = {0};
   uint64_t id = 0;
@@ -348,7 +355,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: bench_cuda_engine --model DIR [--runs 3] [--dtype bfloat16|float32] [--graphs on|off] [--dedup on|off] [--capture load|first-use] [--json FILE]\n"
                "                         [--only decode,prefill,load] [--batches 1,8,32,128] [--prefill 512,2048,8192]\n"
-               "                         [--prompt 128]\n"
+               "                         [--prompt 128] [--temperature 0]\n"
                "                         [--device cuda|cpu]   (cpu: to check this harness on a machine without a GPU)\n");
   return 64;
 }
@@ -376,6 +383,7 @@ int main(int argc, char **argv) {
     else if (a == "--batches" && !(o.batches = int_list(v)).empty()) {}
     else if (a == "--prefill" && !(o.prefills = int_list(v)).empty()) {}
     else if (a == "--prompt" && std::atoi(v) >= 1 && std::atoi(v) <= 65536) o.prompt = std::atoi(v);
+    else if (a == "--temperature" && std::atof(v) >= 0.0 && std::atof(v) <= 2.0) g_temperature = float(std::atof(v));
     else if (a == "--only") {
       const std::string s = std::string(",") + v + ",";
       o.decode = s.find(",decode,") != std::string::npos;
@@ -428,7 +436,7 @@ int main(int argc, char **argv) {
   out["graphs"] = o.graphs;
   out["graphs_dedup"] = o.dedup;
   out["graphs_capture"] = o.first_use ? "first-use" : "load";
-  out["workload"] = {{"prompt", o.prompt}, {"new_tokens", kNew}, {"seed", kSeed}, {"ids_below", 1000}, {"runs", o.runs},
+  out["workload"] = {{"prompt", o.prompt}, {"temperature", g_temperature}, {"new_tokens", kNew}, {"seed", kSeed}, {"ids_below", 1000}, {"runs", o.runs},
                      {"batches", o.batches}, {"prefill", o.prefills}};
   const std::vector<int32_t> head = prompt_ids(kSeed, 0, o.prompt);
   out["workload"]["prompt0_head"] = std::vector<int32_t>(head.begin(), head.begin() + 8);  // cuda_hf.py's must match
