@@ -106,10 +106,8 @@ CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const C
     ws.attn_bytes = std::max<int64_t>(ws.attn_bytes, int64_t(cuda::Ops::attention_workspace_bytes(
                                                          sm_count, t, c.n_heads, c.n_kv_heads, c.head_dim,
                                                          std::max(p.max_context, 1))));
-  // The step's integers: tokens, positions, slots (T each), q_start (S + 1), pos0 (S), the lm_head's row list
-  // (R), prefill attention tiles, then the block tables (S rows of table_width) last, so a step uploads a prefix.
-  ws.tiles_off = size_t(3 * T + 2 * S + 1 + R);
-  ws.meta_elems = ws.tiles_off + size_t(4 * (T + S)) + size_t(S) * size_t(ws.table_width);
+  // The step's integers (meta_layout) at their largest: T rows, S sequences, 4 (T + S) prefill tiles.
+  ws.meta_elems = meta_layout(size_t(R), size_t(T), size_t(S), size_t(ws.table_width)).tiles + size_t(4 * (T + S));
   // Every buffer the constructor allocates (scratch() and the rest): the fp32 residual stream, the final normed
   // rows (fp32, apart from normed_ with bf16 activations) and the gathered lm_head rows; q|k|v, attention
   // output, gate|up and the SwiGLU product; logits, greedy ids and logprobs; attention partials; the step's
@@ -187,7 +185,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   const int64_t kv_total = int64_t(kv_layer_bytes_) * 2 * c_.n_layers;
   const Workspace ws = plan_workspace(c_, p, ctx_->sm_count(), blas_ != nullptr, sub_f32_);
   table_width_ = ws.table_width, attn_ws_rows_ = ws.attn_rows, attn_ws_bytes_ = size_t(ws.attn_bytes);
-  tiles_off_ = ws.tiles_off, meta_elems_ = ws.meta_elems;
+  meta_elems_ = ws.meta_elems;
   const int64_t attn_ws = ws.attn_bytes, work = ws.total;
 
   // Fail before uploading anything when it cannot fit, naming the options that change it.
@@ -283,10 +281,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   for (auto &v : begun_positions_) v.resize(size_t(R));
   sample_pinned_ = cuda::PinnedBuffer(size_t(R) * kSampleStagingRowBytes);
   pinned_bytes_ = int64_t(proc_pinned_.bytes() + meta_pinned_.bytes() + out_pinned_.bytes() + sample_pinned_.bytes());
-  const CUdeviceptr m0 = meta_buf_.ptr();
-  meta_ = Meta{m0, m0 + 4 * CUdeviceptr(T), m0 + 8 * CUdeviceptr(T), m0 + 12 * CUdeviceptr(T),
-               m0 + 4 * CUdeviceptr(3 * T + S + 1), m0 + 4 * CUdeviceptr(tiles_off_ + 4 * (T + S)),
-               m0 + 4 * CUdeviceptr(3 * T + 2 * S + 1)};
+  set_meta(int32_t(T), int32_t(S));
   std::vector<int32_t> iota(static_cast<size_t>(R));
   for (int32_t i = 0; i < int32_t(R); ++i) iota[size_t(i)] = i;
   iota_ = cuda::DeviceBuffer(iota.size() * 4);
@@ -322,15 +317,38 @@ void CudaDecoder::linear(CUdeviceptr x, int32_t T, const DMatrix &m, CUdeviceptr
     ops_->gemm(s, x, T, m.cols, m.ptr, m.dtype, m.rows, bias, y, y_f32, x_f32);
 }
 
-void CudaDecoder::stage(const ForwardBatch &b, int32_t n_pad) {
+CudaDecoder::MetaLayout CudaDecoder::meta_layout(size_t max_rows, size_t t, size_t s, size_t table_width) {
+  MetaLayout m{};
+  m.rows = 0;
+  m.tokens = max_rows;
+  m.positions = m.tokens + t;
+  m.slots = m.positions + t;
+  m.q_start = m.slots + t;
+  m.pos0 = m.q_start + s + 1;
+  m.tables = m.pos0 + s;
+  m.tiles = m.tables + s * table_width;
+  return m;
+}
+
+void CudaDecoder::set_meta(int32_t t, int32_t s) {
+  layout_ = meta_layout(size_t(std::max(p_.max_logit_rows, 1)), size_t(t), size_t(s), size_t(table_width_));
+  const auto at = [&](size_t off) { return meta_buf_.ptr() + 4 * CUdeviceptr(off); };
+  meta_ = Meta{at(layout_.tokens), at(layout_.positions), at(layout_.slots), at(layout_.q_start),
+               at(layout_.pos0),   at(layout_.tables),    at(layout_.tiles), at(layout_.rows)};
+}
+
+void CudaDecoder::stage(const ForwardBatch &b, int32_t n_pad, int32_t n_tiles) {
   const int32_t T = b.n_tokens, n_seqs = b.attn.n_seqs;
   const int64_t Tm = p_.max_tokens, S = std::max(p_.max_seqs, 1);
   const int32_t seqs_pad = T == n_seqs ? n_pad : n_seqs;  // only a decode step (one row per sequence) is padded
   if (n_pad > Tm || seqs_pad > S) fail(VT_ERR_INTERNAL, "CudaDecoder: a step larger than its buffers");
+  if (n_tiles > 0 && tiles_.size() > size_t(4 * (Tm + S)))
+    fail(VT_ERR_INTERNAL, "CudaDecoder: more prefill tiles than room for them");
+  set_meta(n_pad, seqs_pad);
   int32_t *h = meta_pinned_.as<int32_t>();
   staged_->synchronize();  // the previous step's copy out of this staging area has finished
-  int32_t *tokens = h, *positions = h + Tm, *slots = h + 2 * Tm, *q_start = h + 3 * Tm, *pos0 = q_start + S + 1;
-  int32_t *tables = h + tiles_off_ + 4 * (Tm + S);
+  int32_t *tokens = h + layout_.tokens, *positions = h + layout_.positions, *slots = h + layout_.slots;
+  int32_t *q_start = h + layout_.q_start, *pos0 = h + layout_.pos0, *tables = h + layout_.tables;
   if (b.tokens_from_picks && step_advance_ && advanced_on_device(b, n_pad)) {  // nothing to upload: the mirror only
     std::copy_n(b.positions, T, positions);
     std::copy_n(b.slots, T, slots);
@@ -352,10 +370,14 @@ void CudaDecoder::stage(const ForwardBatch &b, int32_t n_pad) {
     if (wb < table_width_) std::fill_n(tables + int64_t(s) * table_width_ + wb, table_width_ - wb, 0);
   }
   std::fill_n(tables + int64_t(n_seqs) * table_width_, int64_t(seqs_pad - n_seqs) * table_width_, 0);
-  const size_t elems = size_t(tables - h) + size_t(seqs_pad) * size_t(table_width_);
+  size_t end = layout_.tiles;
+  if (n_tiles > 0) {
+    std::copy(tiles_.begin(), tiles_.end(), h + layout_.tiles);
+    end += tiles_.size();
+  }
   // A chained step's tokens are the previous step's picks, which its graph's argmax left in meta_.tokens: the rest only.
-  const size_t skip = b.tokens_from_picks ? size_t(Tm) : 0;
-  cuda::check(cuda::driver().cuMemcpyHtoDAsync(meta_buf_.ptr() + skip * 4, h + skip, (elems - skip) * 4, stream_->get()),
+  const size_t begin = b.tokens_from_picks ? layout_.positions : layout_.tokens;
+  cuda::check(cuda::driver().cuMemcpyHtoDAsync(meta_buf_.ptr() + begin * 4, h + begin, (end - begin) * 4, stream_->get()),
               "cuMemcpyHtoDAsync(step)");
   staged_->record(stream_->get());
 }
@@ -363,9 +385,9 @@ void CudaDecoder::stage(const ForwardBatch &b, int32_t n_pad) {
 bool CudaDecoder::advanced_on_device(const ForwardBatch &b, int32_t n_pad) const {
   const int32_t T = b.n_tokens;
   if (n_pad != staged_pad_ || T != staged_rows_ || T != b.attn.n_seqs) return false;
-  const int64_t Tm = p_.max_tokens, S = std::max(p_.max_seqs, 1);
+  // (layout_ is the last staged step's: the same rows and sequences)
   const int32_t *h = meta_pinned_.as<int32_t>();
-  const int32_t *positions = h + Tm, *slots = h + 2 * Tm, *tables = h + tiles_off_ + 4 * (Tm + S);
+  const int32_t *positions = h + layout_.positions, *slots = h + layout_.slots, *tables = h + layout_.tables;
   const int32_t bs = p_.block_size;
   // What step_advance (sample.cuh) computed from the mirrored values must be this step's: when a sequence has just
   // been given a new block, the tables uploaded last lack it and the step is uploaded as a whole.
@@ -437,7 +459,7 @@ void CudaDecoder::layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi
                              scale, max_keys, attn_ws_, attn_ws_bytes_, attn_);
     else if (attn == kPrefill)
       ops_->attention_prefill(s, qkv_, QKV, k_cache(l), v_cache(l), da, T, c_.n_heads, c_.n_kv_heads, c_.head_dim,
-                              scale, meta_buf_.ptr() + 4 * CUdeviceptr(tiles_off_), n_tiles, attn_);
+                              scale, meta_.tiles, n_tiles, attn_);
     else
       ops_->attention(s, qkv_, k_cache(l), v_cache(l), da, T, c_.n_heads, c_.n_kv_heads, c_.head_dim, scale, attn_,
                       QKV);
@@ -503,6 +525,7 @@ void CudaDecoder::head(CUdeviceptr rows, int32_t n, bool with_argmax, bool step)
 }
 
 void CudaDecoder::record_step(int32_t B, int32_t max_keys) {
+  set_meta(B, B);  // where stage(b, B) puts a decode step of that bucket
   head_norm_now_ = head_norm_ && B == 1 && fused_step(B);
   struct Reset {
     bool &flag;
@@ -569,12 +592,8 @@ void CudaDecoder::forward(const ForwardBatch &b) {
   if (!decode && p_.act == cuda::Act::BF16 && attn_mode_.empty() && T > attn_ws_rows_ &&
       ops_->has_attention_prefill(c_.head_dim)) {
     n_tiles = cuda::Ops::prefill_tiles(a.seq_q_start, a.n_seqs, &tiles_, a.seq_pos0);
-    staged_->synchronize();  // the staging area is free again
-    if (tiles_.size() > size_t(4 * (p_.max_tokens + std::max(p_.max_seqs, 1))))
-      fail(VT_ERR_INTERNAL, "CudaDecoder: more prefill tiles than room for them");
-    std::copy(tiles_.begin(), tiles_.end(), meta_pinned_.as<int32_t>() + tiles_off_);
   }
-  stage(b, T);
+  stage(b, T, n_tiles);
   layers(T, a.n_seqs, max_keys, !decode, n_tiles);
 }
 
@@ -643,7 +662,7 @@ void CudaDecoder::greedy_begin(int32_t n) {
   next_slot_ ^= 1;
   const CUstream s = stream_->get();
   if (step_advance_) {  // the step's argmax writes the picks (a row's slot: its position's parity); stage's mirror
-    const int32_t *positions = meta_pinned_.as<int32_t>() + p_.max_tokens;
+    const int32_t *positions = meta_pinned_.as<int32_t>() + layout_.positions;
     std::copy_n(positions, n, begun_positions_[slot].begin());
   } else {
     int32_t *out = out_pinned_.as<int32_t>() + int64_t(slot) * p_.max_logit_rows;

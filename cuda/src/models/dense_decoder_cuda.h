@@ -67,7 +67,7 @@ class CudaDecoder : public Decoder {
     int64_t pinned = 0;      // page-locked host bytes (the step's staging), apart from total
     int64_t attn_bytes = 0;  // split-K attention partials
     int32_t attn_rows = 0, table_width = 0;
-    size_t tiles_off = 0, meta_elems = 0;
+    size_t meta_elems = 0;   // int32s of the step's integers (meta_layout)
   };
   static Workspace plan_workspace(const ModelConfig &c, const CudaDecoderParams &p, int sm_count, bool with_blas,
                                   bool sub_f32 = false);
@@ -120,10 +120,18 @@ class CudaDecoder : public Decoder {
     DMatrix qkv, o, gate_up, down;  // qkv: rows q | k | v; gate_up: rows gate | up
     CUdeviceptr qkv_bias = 0, o_bias = 0, gate_up_bias = 0, down_bias = 0;  // fp32, 0: none
   };
-  // The integers of one step in device memory, at fixed offsets (so graphs can read them).
-  struct Meta {
-    CUdeviceptr tokens, positions, slots, q_start, pos0, tables, rows;
+  // The integers of one step in device memory (meta_buf_) and in its staging (meta_pinned_), in int32 elements: the
+  // lm_head's row list (max_logit_rows) first, then packed for the step's t rows and s sequences, so that a step
+  // uploads one short range: tokens, positions, slots (t each), q_start (s + 1), pos0 (s), the block tables (s rows
+  // of table_width), prefill attention tiles. A captured step of bucket B reads them where (B, B) puts them.
+  struct MetaLayout {
+    size_t rows, tokens, positions, slots, q_start, pos0, tables, tiles;
   };
+  static MetaLayout meta_layout(size_t max_rows, size_t t, size_t s, size_t table_width);
+  struct Meta {
+    CUdeviceptr tokens, positions, slots, q_start, pos0, tables, tiles, rows;
+  };
+  void set_meta(int32_t t, int32_t s);  // layout_ and meta_ for a step of t rows and s sequences
 
   DMatrix upload(const Matrix &m, const Checkpoint &ck);  // through stager_ while the constructor uploads
   DMatrix upload_stacked(std::initializer_list<const Matrix *> parts, const Checkpoint &ck);  // rows concatenated
@@ -148,7 +156,7 @@ class CudaDecoder : public Decoder {
   // head() over host row indices (m <= max_logit_rows): copies them up first.
   void head_of(const int32_t *rows, int32_t m, bool with_argmax);
   // Fills the pinned staging area for a step (padded to n_pad rows/sequences) and copies it up.
-  void stage(const ForwardBatch &b, int32_t n_pad);
+  void stage(const ForwardBatch &b, int32_t n_pad, int32_t n_tiles = 0);  // n_tiles: tiles_ goes up too
   // Whether a chained decode step's metadata is already on the device, as the previous step's argmax left it
   // (step_advance_): the same rows one token on, and every row's next KV slot in the block tables uploaded last.
   bool advanced_on_device(const ForwardBatch &b, int32_t n_pad) const;
@@ -249,7 +257,8 @@ class CudaDecoder : public Decoder {
 
   // The step's integers: pinned staging on the host, the same layout in device memory.
   int32_t table_width_ = 0;                // block-table entries per sequence (max_context / block_size)
-  size_t meta_elems_ = 0, tiles_off_ = 0;
+  size_t meta_elems_ = 0;
+  MetaLayout layout_{};  // of the step staged last (set_meta)
   cuda::DeviceBuffer meta_buf_;
   cuda::PinnedBuffer meta_pinned_, out_pinned_;
   cuda::PinnedBuffer sample_pinned_;       // SampleRows up, then ids | logprobs | top ids | top logprobs down
