@@ -329,7 +329,7 @@ void Engine::step() {
   }
   if (runner_->chainable(plan)) {  // launched now, its picks read by the next step() after it launches the one after
     try {
-      runner_->launch_greedy(plan, false);
+      runner_->launch_chained(plan, false);
       inflight_ = plan;
     } catch (const std::exception &ex) {
       fail_plan(plan, ex, events);
@@ -400,13 +400,13 @@ void Engine::step_overlapped(std::vector<vt_step_event> &events) {
   if (!chain || !runner_->chainable(next)) next.clear();
   const std::vector<int32_t> *picks = nullptr;
   try {
-    if (!next.empty()) runner_->launch_greedy(next, true);
-    picks = &runner_->collect_greedy();
+    if (!next.empty()) runner_->launch_chained(next, true);
+    picks = &runner_->collect_chained();
   } catch (const std::exception &ex) {
     fail_plan(plan, ex, events);  // next's sequences are plan's
     while (runner_->launched() > 0) {  // next, when it was launched: its read is dropped (and may fail as well)
       try {
-        runner_->collect_greedy();
+        runner_->collect_chained();
       } catch (const std::exception &) {
       }
     }

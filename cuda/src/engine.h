@@ -47,7 +47,7 @@ class Engine {
   void start();
   void loop();
   void step();
-  // The overlapped greedy decode (ModelRunner::chainable): step() launches such a step and returns with it in
+  // The overlapped decode (ModelRunner::chainable): step() launches such a step and returns with it in
   // inflight_; the next step() launches the step after it (the same sequences one token further, their tokens the
   // picks still on the device) before it reads these picks (step_overlapped), so the device runs while the host
   // turns picks into events. dropped_: sequences of inflight_ that ended (length, stop token or abort, their event

@@ -89,27 +89,49 @@ void ModelRunner::run(const std::vector<ScheduledChunk> &plan) {
     if (plan[s].seq->prompt_logprobs) teacher_force(s, plan[s], seq_q_start_[s]);
 }
 
-bool ModelRunner::chainable(const std::vector<ScheduledChunk> &plan) const {
-  for (const auto &c : plan) {
-    const Sequence &s = *c.seq;
-    if (c.n_tokens != 1 || !c.sample || s.prompt_logprobs || s.sampling.temperature > 0.f || s.sampling.logprobs > 0 ||
-        s.processors.active())
-      return false;
-  }
-  return !plan.empty() && model_->chains(int32_t(plan.size()));
+// A sampled row's parameters for the device, with the request's uniform draw: Rng::uniform() when temperature > 0,
+// exactly as vt::sample would draw it, so a seeded request gives the same draws on either path.
+static cuda::SampleRow draw_sample_row(Sequence &s) {
+  cuda::SampleRow r{};
+  r.temperature = s.sampling.temperature;
+  r.top_k = s.sampling.top_k;
+  r.top_p = s.sampling.top_p;
+  r.min_p = s.sampling.min_p;
+  r.u = s.sampling.temperature > 0.f ? s.rng.uniform() : 0.0;
+  return r;
 }
 
-void ModelRunner::launch_greedy(const std::vector<ScheduledChunk> &plan, bool from_picks) {
+bool ModelRunner::chainable(const std::vector<ScheduledChunk> &plan) const {
+  bool sampled = false;
+  for (const auto &c : plan) {
+    const Sequence &s = *c.seq;
+    if (c.n_tokens != 1 || !c.sample || s.prompt_logprobs || s.sampling.logprobs > 0 || s.processors.active())
+      return false;
+    sampled = sampled || s.sampling.temperature > 0.f;
+  }
+  return !plan.empty() && model_->chains(int32_t(plan.size())) && (!sampled || model_->chains_sampled());
+}
+
+void ModelRunner::launch_chained(const std::vector<ScheduledChunk> &plan, bool from_picks) {
   model_->forward(inputs(plan, from_picks));
-  model_->greedy_begin(int32_t(plan.size()));
+  // Sampled rows: the request's uniform draw is made now, at launch, one per step as sample_on_device makes it, so a
+  // seeded request draws the same sequence chained or not (a chained step launched after the request's last token is
+  // dropped with the request).
+  bool sampled = false;
+  sample_params_.clear();
+  for (const auto &c : plan) {
+    sampled = sampled || c.seq->sampling.temperature > 0.f;
+    sample_params_.push_back(draw_sample_row(*c.seq));
+  }
+  model_->chain_begin(int32_t(plan.size()), sampled ? sample_params_.data() : nullptr);
   launched_.push_back(int32_t(plan.size()));
 }
 
-const std::vector<int32_t> &ModelRunner::collect_greedy() {
-  if (launched_.empty()) throw std::logic_error("ModelRunner::collect_greedy: nothing launched");
+const std::vector<int32_t> &ModelRunner::collect_chained() {
+  if (launched_.empty()) throw std::logic_error("ModelRunner::collect_chained: nothing launched");
   picks_.resize(size_t(launched_.front()));
   launched_.erase(launched_.begin());
-  model_->greedy_end(picks_.data());
+  model_->chain_end(picks_.data());
   return picks_;
 }
 
@@ -130,15 +152,7 @@ void ModelRunner::sample_on_device(const std::vector<ScheduledChunk> &plan, int3
   const size_t n = logit_rows_.size();
   sample_params_.clear();
   for (const auto &c : plan) {
-    if (!c.sample) continue;
-    Sequence &s = *c.seq;
-    cuda::SampleRow r{};
-    r.temperature = s.sampling.temperature;
-    r.top_k = s.sampling.top_k;
-    r.top_p = s.sampling.top_p;
-    r.min_p = s.sampling.min_p;
-    r.u = s.sampling.temperature > 0.f ? s.rng.uniform() : 0.0;
-    sample_params_.push_back(r);
+    if (c.sample) sample_params_.push_back(draw_sample_row(*c.seq));
   }
   tokens_out_.resize(n);
   sampled_lps_.resize(n);

@@ -27,14 +27,16 @@ class ModelRunner {
   // the request's Rng draw is made here) and either no sampled sequence has logits processors or the model
   // applies them there too (Decoder::applies_processors).
   bool has_tokens() const { return has_tokens_; }
-  // The overlapped greedy decode (Engine::step, Decoder::chains). chainable(plan): every chunk is one decode token,
-  // sampled, of a plain greedy sequence without prompt logprobs, and the model chains a step of that many rows.
-  // launch_greedy(plan, from_picks): runs the plan's forward (its tokens the previous launch's picks, where the model
-  // keeps them, when from_picks) and starts reading its picks; collect_greedy() waits for the oldest launched plan's
-  // picks, one per chunk in plan order (valid until the next call). At most two launched and not collected.
+  // The overlapped decode (Engine::step, Decoder::chains). chainable(plan): every chunk is one decode token,
+  // sampled, of a sequence without logprobs, prompt logprobs or logits processors, greedy (or sampled, where the
+  // model chains sampled rows: Decoder::chains_sampled), and the model chains a step of that many rows.
+  // launch_chained(plan, from_picks): runs the plan's forward (its tokens the previous launch's picks, where the model
+  // keeps them, when from_picks), picks its tokens (the sampled rows' draws made here) and starts reading them;
+  // collect_chained() waits for the oldest launched plan's picks, one per chunk in plan order (valid until the next
+  // call). At most two launched and not collected.
   bool chainable(const std::vector<ScheduledChunk> &plan) const;
-  void launch_greedy(const std::vector<ScheduledChunk> &plan, bool from_picks);
-  const std::vector<int32_t> &collect_greedy();
+  void launch_chained(const std::vector<ScheduledChunk> &plan, bool from_picks);
+  const std::vector<int32_t> &collect_chained();
   int32_t launched() const { return int32_t(launched_.size()); }
   const SampleResult &result(int32_t i) const { return results_[size_t(i)]; }
   const std::vector<float> &prompt_logprobs(size_t c) const { return prompt_lp_[c]; }
@@ -57,7 +59,7 @@ class ModelRunner {
   std::vector<SampleResult> results_;                 // (n_sampled), when has_tokens_
   bool has_tokens_ = false;
   std::vector<int32_t> launched_;                     // rows of each launched, uncollected plan, oldest first
-  std::vector<int32_t> picks_;                        // collect_greedy()'s
+  std::vector<int32_t> picks_;                        // collect_chained()'s
   ForwardBatch inputs(const std::vector<ScheduledChunk> &plan, bool from_picks);
   static constexpr int32_t kMaxTop = 20;              // SampleResult's top list
   void sample_on_device(const std::vector<ScheduledChunk> &plan, int32_t top_n, bool with_processors);

@@ -33,15 +33,18 @@ class Decoder {
   // The greedy token (argmax, ties to the lowest id) of each given row, computed where the logits are, so
   // they never travel; false when this backend has no such path (the caller then uses project()).
   virtual bool greedy(const int32_t * /*rows*/, int32_t /*n*/, int32_t * /*ids*/) { return false; }
-  // The overlapped greedy decode (Engine::step): the next decode step of the same rows is launched while the picks of
-  // the one before are still being read, its tokens taken from those picks where they are (tokens_from_picks), so the
+  // The overlapped decode (Engine::step): the next decode step of the same rows is launched while the picks of the
+  // one before are still being read, its tokens taken from those picks where they are (tokens_from_picks), so the
   // device does not wait for the host between steps. chains(n): whether this backend can, for a decode step of n
-  // rows (one a sequence, every one plain greedy); for such a step forward() may return before the step has run,
-  // greedy_begin(n) starts reading the picks of its rows 0 .. n - 1 and greedy_end(ids) waits for the oldest begun
-  // read and writes its picks (first in, first out; at most two begun and not ended).
+  // rows (one a sequence, every one plain greedy); chains_sampled(): also when rows are sampled (no logprobs, no
+  // logits processors) by sample()'s rules. For such a step forward() may return before the step has run,
+  // chain_begin(n, params) picks the tokens of its rows 0 .. n - 1 (params null: the greedy argmax; else row i
+  // sampled with params[i], as sample() would) and starts reading them, and chain_end(ids) waits for the oldest
+  // begun read and writes its picks (first in, first out; at most two begun and not ended).
   virtual bool chains(int32_t /*n*/) const { return false; }
-  virtual void greedy_begin(int32_t /*n*/) {}
-  virtual void greedy_end(int32_t * /*ids*/) {}
+  virtual bool chains_sampled() const { return false; }
+  virtual void chain_begin(int32_t /*n*/, const cuda::SampleRow * /*params*/) {}
+  virtual void chain_end(int32_t * /*ids*/) {}
   // Sampling where the logits are, for rows without logits processors: whether this backend can (false: the
   // caller uses project() and vt::sample), and the call. Row i of `rows` is sampled by vt::sample's rules
   // (sampling.h) with params[i] and the uniform draw params[i].u the host made from the request's Rng exactly

@@ -95,8 +95,9 @@ void DenseDecoder::project(const int32_t *rows, int32_t n, float *logits) {
   cpu::matmul(pool_, last_.data(), n, H, w_.lm_head.data, w_.lm_head.dtype, w_.lm_head.rows, nullptr, logits);
 }
 
-void DenseDecoder::greedy_begin(int32_t n) {
-  if (begun_.size() >= 2 || n < 1 || n > max_tokens_) throw std::logic_error("DenseDecoder::greedy_begin: a third read");
+void DenseDecoder::chain_begin(int32_t n, const cuda::SampleRow *params) {
+  if (begun_.size() >= 2 || n < 1 || n > max_tokens_ || params)
+    throw std::logic_error("DenseDecoder::chain_begin: a third read, or sampled rows");
   const int64_t V = w_.lm_head.rows;
   logits_.resize(size_t(n) * size_t(V));
   std::vector<int32_t> rows(static_cast<size_t>(n)), picks(static_cast<size_t>(n));
@@ -110,8 +111,8 @@ void DenseDecoder::greedy_begin(int32_t n) {
   begun_.push_back(std::move(picks));
 }
 
-void DenseDecoder::greedy_end(int32_t *ids) {
-  if (begun_.empty()) throw std::logic_error("DenseDecoder::greedy_end: no read begun");
+void DenseDecoder::chain_end(int32_t *ids) {
+  if (begun_.empty()) throw std::logic_error("DenseDecoder::chain_end: no read begun");
   std::copy(begun_.front().begin(), begun_.front().end(), ids);
   begun_.erase(begun_.begin());
 }

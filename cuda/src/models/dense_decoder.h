@@ -29,8 +29,8 @@ class DenseDecoder : public Decoder {
   // greedy decode steps here too (forward() runs at once, so nothing overlaps), which puts Engine::step_overlapped's
   // bookkeeping under the CPU golden tests. The picks are vt::sample's greedy ones.
   bool chains(int32_t n) const override { return overlap_ && n >= 1 && n <= max_tokens_; }
-  void greedy_begin(int32_t n) override;
-  void greedy_end(int32_t *ids) override;
+  void chain_begin(int32_t n, const cuda::SampleRow *params) override;  // greedy rows only (params null)
+  void chain_end(int32_t *ids) override;
 
  private:
   void attention_block(int layer, const ForwardBatch &b, KvCache &kv);
@@ -55,7 +55,7 @@ class DenseDecoder : public Decoder {
   std::vector<float> last_;      // (n, hidden) final-normed rows gathered for project()
   bool overlap_ = false;                    // VT_CPU_OVERLAP=1
   std::vector<std::vector<int32_t>> begun_;  // picks of the begun reads, oldest first (the last: the next tokens)
-  std::vector<float> logits_;                // greedy_begin's
+  std::vector<float> logits_;                // chain_begin's
 };
 
 }  // namespace vt

@@ -119,9 +119,10 @@ CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const C
              int64_t(sizeof(cuda::SampleRow)) * R + 8 * kMaxTopLogprobs * R +
              (with_blas ? int64_t(cuda::CublasLt::kWorkspaceBytes) : 0);
   // Page-locked host memory, as the constructor allocates it: the logits processors' staging, the step's
-  // integers, the greedy ids and logprobs, the sampled rows' parameters and results.
+  // integers, the greedy ids and logprobs, the sampled rows' parameters and results, a chained sampled step's
+  // parameters (two slots; counted whether or not the engine chains sampled steps).
   ws.pinned = (processors_switch(c) ? int64_t(kProcBytes) : 0) + int64_t(ws.meta_elems) * 4 + 8 * R +
-              R * int64_t(kSampleStagingRowBytes);
+              R * int64_t(kSampleStagingRowBytes) + 2 * R * int64_t(sizeof(cuda::SampleRow));
   return ws;
 }
 
@@ -276,11 +277,15 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   meta_pinned_ = cuda::PinnedBuffer(meta_elems_ * 4);
   staged_ = std::make_unique<cuda::Event>();
   for (auto &e : picked_) e = std::make_unique<cuda::Event>();
-  // Two slots of R ids (greedy_begin), or ids and logprobs; mapped when the captured step writes the picks there.
+  // Two slots of R ids (chain_begin), or ids and logprobs; mapped when the captured step writes the picks there.
   out_pinned_ = cuda::PinnedBuffer(size_t(R) * 8, step_advance_);
   for (auto &v : begun_positions_) v.resize(size_t(R));
   sample_pinned_ = cuda::PinnedBuffer(size_t(R) * kSampleStagingRowBytes);
-  pinned_bytes_ = int64_t(proc_pinned_.bytes() + meta_pinned_.bytes() + out_pinned_.bytes() + sample_pinned_.bytes());
+  // (allocated either way, as plan_workspace counts it: mapped, so chains_sampled(), only where it is used)
+  chain_rows_pinned_ =
+      cuda::PinnedBuffer(2 * size_t(R) * sizeof(cuda::SampleRow), /*mapped=*/step_advance_ && sample_on_device_);
+  pinned_bytes_ = int64_t(proc_pinned_.bytes() + meta_pinned_.bytes() + out_pinned_.bytes() + sample_pinned_.bytes() +
+                          chain_rows_pinned_.bytes());
   set_meta(int32_t(T), int32_t(S));
   std::vector<int32_t> iota(static_cast<size_t>(R));
   for (int32_t i = 0; i < int32_t(R); ++i) iota[size_t(i)] = i;
@@ -654,13 +659,25 @@ bool CudaDecoder::chains(int32_t n) const {
   return overlap_ && replays_ == 1 && n >= 1 && n <= p_.max_logit_rows && graphs_.bucket_for(n) != 0;
 }
 
-void CudaDecoder::greedy_begin(int32_t n) {
+void CudaDecoder::chain_begin(int32_t n, const cuda::SampleRow *params) {
   if (begun_.size() >= 2 || n < 1 || n > p_.max_logit_rows || n > graph_rows_ || n > head_rows_)
-    fail(VT_ERR_INTERNAL, "CudaDecoder::greedy_begin: not after a captured decode step, or a third read");
+    fail(VT_ERR_INTERNAL, "CudaDecoder::chain_begin: not after a captured decode step, or a third read");
   ctx_->make_current();
+  if (params && !chains_sampled()) fail(VT_ERR_INTERNAL, "CudaDecoder::chain_begin: sampled rows cannot chain here");
   const int slot = next_slot_;
   next_slot_ ^= 1;
   const CUstream s = stream_->get();
+  if (params) {  // the rows sampled where the step's argmax picked: the tokens and picks become the sampler's
+    const int64_t R = p_.max_logit_rows;
+    std::copy_n(params, n, chain_rows_pinned_.as<cuda::SampleRow>() + slot * R);
+    const auto i32 = [](CUdeviceptr p) { return reinterpret_cast<int32_t *>(p); };
+    cuda::StepAdvance adv{};
+    adv.host_picks = i32(out_pinned_.device_ptr()), adv.positions = i32(meta_.positions);
+    adv.picks_stride = int32_t(R), adv.moved = 1;  // the argmax moved the positions on already
+    ops_->sample(s, logits_, n, c_.vocab_size, c_.vocab_size,
+                 chain_rows_pinned_.device_ptr() + CUdeviceptr(slot * R) * sizeof(cuda::SampleRow), ids_, 0,
+                 meta_.tokens, &adv);
+  }
   if (step_advance_) {  // the step's argmax writes the picks (a row's slot: its position's parity); stage's mirror
     const int32_t *positions = meta_pinned_.as<int32_t>() + layout_.positions;
     std::copy_n(positions, n, begun_positions_[slot].begin());
@@ -672,8 +689,8 @@ void CudaDecoder::greedy_begin(int32_t n) {
   begun_.push_back({slot, n});
 }
 
-void CudaDecoder::greedy_end(int32_t *ids) {
-  if (begun_.empty()) fail(VT_ERR_INTERNAL, "CudaDecoder::greedy_end: no read begun");
+void CudaDecoder::chain_end(int32_t *ids) {
+  if (begun_.empty()) fail(VT_ERR_INTERNAL, "CudaDecoder::chain_end: no read begun");
   const auto [slot, n] = begun_.front();
   begun_.erase(begun_.begin());
   picked_[slot]->synchronize();

@@ -87,8 +87,9 @@ class CudaDecoder : public Decoder {
   void forward(const ForwardBatch &b) override;
   void project(const int32_t *rows, int32_t n, float *logits) override;
   bool chains(int32_t n) const override;
-  void greedy_begin(int32_t n) override;
-  void greedy_end(int32_t *ids) override;
+  bool chains_sampled() const override { return chain_rows_pinned_.device_ptr() != 0; }
+  void chain_begin(int32_t n, const cuda::SampleRow *params) override;
+  void chain_end(int32_t *ids) override;
   bool greedy(const int32_t *rows, int32_t n, int32_t *ids) override;
   // Ops::sample and Ops::top_logprobs on the rows' logits (unless VT_CUDA_SAMPLE=0: the host sampler). golden_cuda
   // checks it against the host sampler: the same ids, logprobs within 1e-4, alone and batched.
@@ -266,7 +267,7 @@ class CudaDecoder : public Decoder {
   // meta_pinned_ mirrors the step's metadata on the device (also when it was not uploaded: step_advance_), for
   // staged_pad_ rows of which staged_rows_ are real.
   int32_t staged_pad_ = 0, staged_rows_ = 0;
-  // The overlapped decode's reads of greedy picks (greedy_begin/end): out_pinned_ holds two slots of max_logit_rows
+  // The overlapped decode's reads of greedy picks (chain_begin/end): out_pinned_ holds two slots of max_logit_rows
   // ids, each with the event recorded after the step; begun_ lists the begun reads (slot, rows), oldest first.
   // VT_CUDA_OVERLAP=0 turns the overlap off (the null control: every step's picks read before the next launch).
   std::unique_ptr<cuda::Event> picked_[2];
@@ -280,6 +281,10 @@ class CudaDecoder : public Decoder {
   // no longer be idempotent).
   bool step_advance_ = true;
   std::vector<int32_t> begun_positions_[2];
+  // A chained sampled step's SampleRows (two slots of max_logit_rows, the slot its read's), mapped: the sampler reads
+  // them where the host wrote them, no copy between the steps. Mapped (chains_sampled()) with the step advance and
+  // sampling on the device.
+  cuda::PinnedBuffer chain_rows_pinned_;
   Meta meta_{};
   std::vector<int32_t> tiles_;             // prefill attention tiles of the step (host)
   cuda::DeviceBuffer iota_;                // 0, 1, 2, ...: the row list of a decode step

@@ -380,14 +380,20 @@ void Ops::argmax(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64
 }
 
 void Ops::sample(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr rows,
-                 CUdeviceptr out_ids, CUdeviceptr out_logprobs) {
+                 CUdeviceptr out_ids, CUdeviceptr out_logprobs, CUdeviceptr also_ids, const StepAdvance *advance) {
   if (ld == 0) ld = vocab;
   require(vocab > 0 && vocab <= kSampleMaxVocab && ld >= vocab && fits_int(n) && (n == 0 || (rows && rows % 8 == 0)),
           "sample shape");
+  require(!advance || (advance->host_picks && advance->positions && advance->picks_stride >= n &&
+                       (advance->moved || (advance->slots && advance->seq_pos0 && advance->tables &&
+                                           advance->table_width > 0 && advance->block_size > 0))),
+          "sample step advance");
   if (n == 0) return;
   const int v = int(vocab), vec = ld % 4 == 0 && logits % 16 == 0;
   const long long stride = ld;
-  ctx_.launch_pdl(sample_, {unsigned(n)}, {1024}, 0, s, logits, stride, v, vec, rows, out_ids, out_logprobs);
+  const StepAdvance adv = advance ? *advance : StepAdvance{};
+  ctx_.launch_pdl(sample_, {unsigned(n)}, {1024}, 0, s, logits, stride, v, vec, rows, out_ids, out_logprobs, also_ids,
+                  adv);
 }
 
 void Ops::top_logprobs(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, int32_t top_n,

@@ -171,8 +171,10 @@ class Ops {
   // u except where a threshold falls within rounding of a cumulative sum (sampler.cuh says which); the same
   // every run. vocab <= 262,144 (the integer weights' sums stay below 2^62).
   static constexpr int64_t kSampleMaxVocab = int64_t(1) << 18;
+  // also_ids and advance as argmax's (a chained sampled step: its argmax moved the metadata on, advance->moved).
   void sample(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr rows,
-              CUdeviceptr out_ids, CUdeviceptr out_logprobs);
+              CUdeviceptr out_ids, CUdeviceptr out_logprobs, CUdeviceptr also_ids = 0,
+              const StepAdvance *advance = nullptr);
 
   // The host sampler's top-N logprobs (SampleResult::top_ids/top_logprobs; sampler.cuh): logits(n, vocab) fp32,
   // rows ld elements apart (0: vocab) → out_ids(n, top_n) int32 and out_logprobs(n, top_n) fp32, per row the

@@ -2,7 +2,7 @@
 //   vt_argmax_f32:       grid (n), block kArgmaxThreads (1024); also_ids (may be null): the ids again; adv: a
 //                        captured decode step's StepAdvance (positions null: none)
 //   vt_argmax_parts_f32: the same, grid (n, kArgmaxParts), clusters of kArgmaxParts along y (sm_90+ only)
-//   vt_sample_f32:       grid (n), block kSampleThreads (1024)
+//   vt_sample_f32:       grid (n), block kSampleThreads (1024); also_ids and adv as vt_argmax_f32's
 //   vt_top_logprobs_f32: grid (n), block kSampleThreads (1024)
 //   vt_penalties_f32:    grid (n), block kPenaltyThreads (256)
 #include "penalties.cuh"
@@ -36,9 +36,15 @@ extern "C" __global__ void __launch_bounds__(kArgmaxThreads) __cluster_dims__(1,
 
 extern "C" __global__ void __launch_bounds__(kSampleThreads)
     vt_sample_f32(const float *logits, long long ld, int vocab, int vec, const vt::cuda::SampleRow *rows,
-                  int32_t *out_ids, float *out_logprobs) {
+                  int32_t *out_ids, float *out_logprobs, int32_t *also_ids, vt::cuda::StepAdvance adv) {
   pdl_trigger(); pdl_wait();
   sample_row(logits, ld, vocab, vec, rows, out_ids, out_logprobs);
+  // (thread 0 wrote the row's id: the same thread reads it back)
+  if (threadIdx.x == 0 && (also_ids || adv.positions)) {
+    const int32_t id = out_ids[blockIdx.x];
+    if (also_ids) also_ids[blockIdx.x] = id;
+    if (adv.positions) step_advance(adv, blockIdx.x, id);
+  }
 }
 
 extern "C" __global__ void __launch_bounds__(kPenaltyThreads)

@@ -156,9 +156,9 @@ __device__ __forceinline__ void argmax_result(const SoftmaxMax &st, float inf_co
 // The pick of a captured decode step's row into host memory and the row's metadata one token on (StepAdvance; one
 // thread of the row). The row's own position picks the host slot, so two chained steps in flight never share one.
 __device__ __forceinline__ void step_advance(const vt::cuda::StepAdvance &a, int64_t row, int32_t id) {
-  const int32_t p = a.positions[row];
+  const int32_t p = a.positions[row] - a.moved;
   a.host_picks[int64_t(p & 1) * a.picks_stride + row] = id;
-  if (a.slots[row] >= 0) {
+  if (!a.moved && a.slots[row] >= 0) {
     const int32_t next = p + 1, block = next / a.block_size;
     a.positions[row] = next;
     a.seq_pos0[row] = next;
