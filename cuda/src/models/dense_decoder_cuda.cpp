@@ -322,6 +322,9 @@ void CudaDecoder::linear(CUdeviceptr x, int32_t T, const DMatrix &m, CUdeviceptr
     ops_->gemm(s, x, T, m.cols, m.ptr, m.dtype, m.rows, bias, y, y_f32, x_f32);
 }
 
+// A device address as the kernels' int32_t * (cuda::StepAdvance's fields).
+static int32_t *i32(CUdeviceptr p) { return reinterpret_cast<int32_t *>(p); }
+
 CudaDecoder::MetaLayout CudaDecoder::meta_layout(size_t max_rows, size_t t, size_t s, size_t table_width) {
   MetaLayout m{};
   m.rows = 0;
@@ -521,7 +524,6 @@ void CudaDecoder::head(CUdeviceptr rows, int32_t n, bool with_argmax, bool step)
   // A captured step also leaves its picks as the tokens of a chained next step, and with step_advance_ the picks in
   // host memory and the metadata one token on (stage() then uploads nothing, or all but the tokens).
   if (with_argmax && !skips(kSkipArgmax)) {
-    const auto i32 = [](CUdeviceptr p) { return reinterpret_cast<int32_t *>(p); };
     const cuda::StepAdvance adv{i32(out_pinned_.device_ptr()), i32(meta_.positions), i32(meta_.slots), i32(meta_.pos0),
                                 i32(meta_.tables),             table_width_,        p_.block_size,   p_.max_logit_rows,
                                 0};
@@ -670,7 +672,6 @@ void CudaDecoder::chain_begin(int32_t n, const cuda::SampleRow *params) {
   if (params) {  // the rows sampled where the step's argmax picked: the tokens and picks become the sampler's
     const int64_t R = p_.max_logit_rows;
     std::copy_n(params, n, chain_rows_pinned_.as<cuda::SampleRow>() + slot * R);
-    const auto i32 = [](CUdeviceptr p) { return reinterpret_cast<int32_t *>(p); };
     cuda::StepAdvance adv{};
     adv.host_picks = i32(out_pinned_.device_ptr()), adv.positions = i32(meta_.positions);
     adv.picks_stride = int32_t(R), adv.moved = 1;  // the argmax moved the positions on already
