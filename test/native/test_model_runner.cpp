@@ -3,7 +3,8 @@
 // those (Decoder::applies_processors; then it gets every sampled row's lists); each request's uniform draw made
 // exactly as vt::sample makes it (one Rng::uniform() when temperature > 0, none otherwise), so a seeded request
 // draws the same numbers on either path; the results shaped as vt::sample's (logprob and top list only when
-// asked). The GPU side of the same contract is golden_cuda's device-sampling check.
+// asked); and the overlapped decode's choices (chained_steps). The GPU side of the same contract is golden_cuda's
+// device-sampling check.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -32,6 +33,22 @@ struct FakeDecoder : vt::Decoder {
   bool lists_given = false;       // whether the last sample() got lists
   vt::ProcessorLists lists;       // a copy of them
   bool processors_on_device() const override { return takes_processors; }
+  // The overlapped decode (Decoder::chains): whether it chains, and what each chain_begin got (params copied, or
+  // none for a greedy step); chain_end hands out 20 + the read's index for every row.
+  bool chaining = true, chaining_sampled = false;
+  std::vector<std::vector<vt::cuda::SampleRow>> begun;  // per chain_begin: its params (empty: greedy)
+  std::vector<int32_t> begun_rows;
+  int ended = 0;
+  bool chains(int32_t) const override { return chaining; }
+  bool chains_sampled() const override { return chaining_sampled; }
+  void chain_begin(int32_t n, const vt::cuda::SampleRow *p) override {
+    begun.emplace_back(p ? std::vector<vt::cuda::SampleRow>(p, p + n) : std::vector<vt::cuda::SampleRow>{});
+    begun_rows.push_back(n);
+  }
+  void chain_end(int32_t *ids) override {
+    for (int32_t i = 0; i < begun_rows[size_t(ended)]; ++i) ids[i] = 20 + ended;
+    ++ended;
+  }
   bool fits = true;        // applies_processors' answer when it takes processors at all
   mutable int asked = 0;  // applies_processors calls (each after building a step's lists)
   bool applies_processors(const vt::ProcessorLists &) const override { return ++asked, takes_processors && fits; }
@@ -171,11 +188,79 @@ void host_paths() {
   }
 }
 
+// The overlapped decode's host side (ModelRunner::chainable, launch_chained): which steps chain, and that a chained
+// sampled step draws each request's u at launch exactly as the unchained step (run, then Decoder::sample) draws it,
+// so seeded requests give the same tokens either way (golden_cuda checks the tokens on the GPU).
+void chained_steps() {
+  {  // greedy rows chain on any model that chains; the greedy step's pick is the model's argmax (no params)
+    Rig rig;
+    rig.seqs.push_back(seq(0, 0.f, 0, 5));
+    rig.seqs.push_back(seq(1, 0.f, 0, 6));
+    const auto plan = decode_plan(rig.seqs);
+    CHECK(rig.runner.chainable(plan));
+    rig.runner.launch_chained(plan, false);
+    CHECK(rig.f->begun.size() == 1 && rig.f->begun[0].empty() && rig.f->begun_rows[0] == 2);
+    CHECK(rig.runner.launched() == 1 && rig.runner.collect_chained() == std::vector<int32_t>({20, 20}));
+    vt::Rng r5(5);
+    CHECK(rig.seqs[0]->rng.uniform() == r5.uniform());  // nothing drawn
+    rig.f->chaining = false;
+    CHECK(!rig.runner.chainable(plan));
+  }
+  {  // a sampled row chains only on a model that chains sampled rows; logprobs, processors, prompt logprobs or a
+     // chunk of more than one token never do
+    Rig rig;
+    rig.seqs.push_back(seq(0, 0.f, 0, 5));
+    rig.seqs.push_back(seq(1, 0.7f, 0, 6));
+    const auto plan = decode_plan(rig.seqs);
+    CHECK(!rig.runner.chainable(plan));
+    rig.f->chaining_sampled = true;
+    CHECK(rig.runner.chainable(plan));
+    rig.seqs[1]->sampling.logprobs = 1;
+    CHECK(!rig.runner.chainable(plan));
+    rig.seqs[1]->sampling.logprobs = 0;
+    rig.seqs[0]->processors.presence_penalty = 0.5f;
+    CHECK(!rig.runner.chainable(plan));
+    rig.seqs[0]->processors.presence_penalty = 0.f;
+    rig.seqs[0]->prompt_logprobs = true;
+    CHECK(!rig.runner.chainable(plan));
+    rig.seqs[0]->prompt_logprobs = false;
+    auto two = plan;
+    two[0].n_tokens = 2;
+    CHECK(!rig.runner.chainable(two) && rig.runner.chainable(plan));
+  }
+  {  // three sampled steps chained against three unchained: the same params, the same draws, in the same order
+    Rig chained, plain;
+    for (Rig *r : {&chained, &plain}) {
+      r->seqs.push_back(seq(0, 0.7f, 0, 5));
+      r->seqs.push_back(seq(1, 0.f, 0, 6));  // greedy in the same step: temperature 0, no draw
+      r->seqs.push_back(seq(2, 1.2f, 0, 9));
+    }
+    chained.f->chaining_sampled = true;
+    const auto cplan = decode_plan(chained.seqs), pplan = decode_plan(plain.seqs);
+    for (int step = 0; step < 3; ++step) {
+      chained.runner.launch_chained(cplan, step > 0);
+      if (step > 0) CHECK(chained.runner.collect_chained() == std::vector<int32_t>({19 + step, 19 + step, 19 + step}));
+      plain.runner.run(pplan);
+      const auto &c = chained.f->begun[size_t(step)], &p = plain.f->params;
+      CHECK(c.size() == 3 && p.size() == 3);
+      for (size_t i = 0; i < c.size() && i < p.size(); ++i)
+        CHECK(c[i].u == p[i].u && c[i].temperature == p[i].temperature && c[i].top_k == p[i].top_k &&
+              c[i].top_p == p[i].top_p && c[i].min_p == p[i].min_p);
+      CHECK(c.size() == 3 && c[1].u == 0.0 && c[0].u > 0.0 && c[2].u > 0.0);
+    }
+    vt::Rng r5(5);
+    double u5 = 0;
+    for (int k = 0; k < 4; ++k) u5 = r5.uniform();
+    CHECK(chained.seqs[0]->rng.uniform() == u5);  // three draws, one a step, then this one
+  }
+}
+
 }  // namespace
 
 int main() {
   device_path();
   host_paths();
+  chained_steps();
   std::printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed ? 1 : 0;
 }
