@@ -12,7 +12,8 @@
 // batch rows, so sums may be ordered differently than alone).
 //
 // Sampling on the device (cuda only): seeded sampled requests give the host sampler's ids and logprobs on the
-// same logits (check_device_sampling).
+// same logits (check_device_sampling); with fp32 activations also a batch of them, and the same batch without
+// logprobs or processors, whose steps the device engine chains (the sampler after each step's graph).
 // Greedy on the device: the same prompts again without logprobs (so the engine may pick the token where the
 // logits are, without copying them) must give exactly the ids of the run with logprobs (host sampling).
 // Two engines at once (cuda only): two more loaded together on two threads, each serving every prompt, give the
@@ -195,7 +196,8 @@ double compare(const std::string &tag, const Prompt &p, const Result &r, bool bf
 }  // namespace
 
 // The sampled requests of the device-sampling check: prompt i's parameters and seed.
-uint64_t submit_sampled(vt_engine *e, const Prompt &p, size_t i) {
+// plain: without logprobs and logits processors, so that a sampled request chains (the overlapped decode).
+uint64_t submit_sampled(vt_engine *e, const Prompt &p, size_t i, bool plain = false) {
   vt_request_params rp = vt_request_default_params();
   rp.max_tokens = int(p.greedy.size());
   rp.n_stop_ids = 0;
@@ -204,11 +206,11 @@ uint64_t submit_sampled(vt_engine *e, const Prompt &p, size_t i) {
   rp.top_p = i % 4 < 2 ? 0.9f : 1.f;
   rp.min_p = i % 5 == 1 ? 0.05f : 0.f;
   rp.seed = 1000 + i, rp.has_seed = 1;
-  rp.logprobs = int32_t(i % 4);  // 0 .. 3: the token's logprob and a top list, or none
+  rp.logprobs = plain ? 0 : int32_t(i % 4);  // 0 .. 3: the token's logprob and a top list, or none
   // Every third (from the second) with logits processors: the penalties and a bias.
   static const int32_t bias_ids[] = {5, 9, 5};
   static const float bias_values[] = {-2.f, 1.5f, 0.5f};
-  if (i % 3 == 1) {
+  if (i % 3 == 1 && !plain) {
     rp.repetition_penalty = i % 2 ? 1.3f : 1.f;
     rp.presence_penalty = 0.4f;
     rp.frequency_penalty = 0.1f;
@@ -279,6 +281,16 @@ bool check_device_sampling(const std::string &name, const fs::path &dir, const v
       const Result d = da[k] ? col.wait(da[k]) : Result{};
       const Result h = ha[k] ? host_col.wait(ha[k]) : Result{};
       same(name + " sampled batch request " + std::to_string(k), d, h);
+    }
+    // The same batch plain (no logprobs, no processors): the device engine chains these steps, sampled rows
+    // included (the sampler after each step's graph, the draws made at launch), the host engine does not.
+    da.clear(), ha.clear();
+    for (size_t k = 0; k < 3 * prompts.size(); ++k) da.push_back(submit_sampled(e, prompts[k % prompts.size()], k, true));
+    for (size_t k = 0; k < 3 * prompts.size(); ++k) ha.push_back(submit_sampled(host, prompts[k % prompts.size()], k, true));
+    for (size_t k = 0; k < da.size(); ++k) {
+      const Result d = da[k] ? col.wait(da[k]) : Result{};
+      const Result h = ha[k] ? host_col.wait(ha[k]) : Result{};
+      same(name + " sampled batch request " + std::to_string(k) + " without logprobs (chained)", d, h);
     }
   }
   vt_engine_free(host);
