@@ -161,6 +161,9 @@ class CudaDecoder : public Decoder {
   // Whether a chained decode step's metadata is already on the device, as the previous step's argmax left it
   // (step_advance_): the same rows one token on, and every row's next KV slot in the block tables uploaded last.
   bool advanced_on_device(const ForwardBatch &b, int32_t n_pad) const;
+  // The current step's cuda::StepAdvance: for its argmax (moved false), or for a chained sampled step's sampler
+  // after that argmax (moved true).
+  cuda::StepAdvance advance_args(bool moved) const;
   void capture_graphs();
   // What a decode graph of bucket B holds: the layers (their attention for rows of up to max_keys keys) and the head,
   // all rows padding.

@@ -22,6 +22,12 @@ void require(bool ok, const char *what) {
 
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
+// A StepAdvance the kernels can follow for n rows (null: none); one marked moved reads positions only.
+bool advance_ok(const StepAdvance *a, int64_t n) {
+  return !a || (a->host_picks && a->positions && a->picks_stride >= n &&
+                (a->moved || (a->slots && a->seq_pos0 && a->tables && a->table_width > 0 && a->block_size > 0)));
+}
+
 // attention_split.cuh's kSplitKeys (split lengths are multiples of it), kMaxSplits and kSplitWarps.
 constexpr int64_t kSplitKeys = 64, kMaxSplits = 256, kSplitWarps = 4;
 
@@ -364,9 +370,7 @@ void Ops::argmax(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64
                  CUdeviceptr out_logprobs, CUdeviceptr also_ids, const StepAdvance *advance) {
   if (ld == 0) ld = vocab;
   require(vocab > 0 && vocab <= (int64_t(1) << 24) && ld >= vocab && fits_int(n), "argmax shape");
-  require(!advance || (advance->host_picks && advance->positions && advance->slots && advance->seq_pos0 && advance->tables &&
-                       advance->table_width > 0 && advance->block_size > 0 && advance->picks_stride >= n),
-          "argmax step advance");
+  require(advance_ok(advance, n), "argmax step advance");
   if (n == 0) return;
   const int v = int(vocab), vec = ld % 4 == 0 && logits % 16 == 0;
   const long long stride = ld;
@@ -384,10 +388,7 @@ void Ops::sample(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64
   if (ld == 0) ld = vocab;
   require(vocab > 0 && vocab <= kSampleMaxVocab && ld >= vocab && fits_int(n) && (n == 0 || (rows && rows % 8 == 0)),
           "sample shape");
-  require(!advance || (advance->host_picks && advance->positions && advance->picks_stride >= n &&
-                       (advance->moved || (advance->slots && advance->seq_pos0 && advance->tables &&
-                                           advance->table_width > 0 && advance->block_size > 0))),
-          "sample step advance");
+  require(advance_ok(advance, n), "sample step advance");
   if (n == 0) return;
   const int v = int(vocab), vec = ld % 4 == 0 && logits % 16 == 0;
   const long long stride = ld;
