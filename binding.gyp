@@ -13,7 +13,8 @@
         "<!(node -p \"require('node-addon-api').include_dir\")",
         "binding",
         "cuda/include",
-        "cuda/src"
+        "cuda/src",
+        "third_party/nlohmann/include"
       ],
       "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED"],
       "cflags!": ["-fno-exceptions"],

@@ -30,7 +30,7 @@ prepare() {
   local objdir="$root/build/gpu-check/obj"
   mkdir -p "$out" "$objdir"
   local cxx=${CXX:-g++}
-  local flags=(-std=c++20 -O2 -pthread -Icuda/include -Icuda/src)
+  local flags=(-std=c++20 -O2 -pthread -Icuda/include -Icuda/src -Ithird_party/nlohmann/include)
   # The whole engine: the op tests need the CPU backend and the CUDA host code, the golden check all of it.
   local srcs=($(node scripts/native-sources.mjs))
   local objs=() pids=() jobs=0 max=$(nproc)
@@ -48,7 +48,7 @@ prepare() {
   "$cxx" "${flags[@]}" bench/cuda-ops.cpp "${objs[@]}" "${ld[@]}" -o "$out/bench_cuda_ops"
   # What a launch boundary costs against a grid barrier (bench/cuda-sync.cpp; run by hand).
   "$cxx" "${flags[@]}" bench/cuda-sync.cpp "${objs[@]}" "${ld[@]}" -o "$out/bench_cuda_sync"
-  # nlohmann/json is header-only and installed here, not on the GPU machine: the binary carries it.
+  # nlohmann/json is header-only (third_party/): the binary carries it.
   "$cxx" "${flags[@]}" test/gpu/golden_cuda.cpp "${objs[@]}" "${ld[@]}" -o "$out/golden_cuda"
   # The end-to-end benchmark's engine side (scripts/gpu-bench.sh runs it), and the commit it was built from.
   "$cxx" "${flags[@]}" bench/cuda-engine.cpp "${objs[@]}" "${ld[@]}" -o "$out/bench_cuda_engine"

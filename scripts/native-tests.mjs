@@ -19,7 +19,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const buildDir = join(root, 'test/native/build');
 const objDir = join(buildDir, 'obj');
 const cxx = process.env.CXX || 'g++';
-const cflags = ['-std=c++20', '-O2', '-g', '-pthread', '-Icuda/include', '-Icuda/src'];
+const cflags = ['-std=c++20', '-O2', '-g', '-pthread', '-Icuda/include', '-Icuda/src', '-Ithird_party/nlohmann/include'];
 const ldflags = ['-pthread', '-ldl'];
 const filters = process.argv.slice(2);
 const timeoutMs = 1000 * Number(process.env.VT_NATIVE_TEST_TIMEOUT_S || 300);  // per test program
