@@ -1,5 +1,6 @@
 #include "loader/config_arithmetic.h"
 
+#include <cfloat>
 #include <optional>
 #include <string>
 #include <utility>
@@ -175,11 +176,13 @@ void check_softcapping(const json &cfg) {
       unsupported(std::string(key) + " " + describe_json(*v) + " is not implemented (the engine applies no softcapping)");
 }
 
-// Rule: RMSNorm's epsilon is a positive number below 1. Every family here normalizes with RMSNorm (no field selects
-// another norm); eps <= 0 divides by zero on a zero row, and a large one flattens every activation.
+// Rule: RMSNorm's epsilon is a positive number below 1 that float32 holds. Every family here normalizes with
+// RMSNorm (no field selects another norm); the kernels add eps in float32, where 1e-86 is 0 and divides by zero on
+// a zero row, and a large eps flattens every activation.
 void check_norm(const json &cfg) {
   const auto eps = json_number(cfg, "rms_norm_eps", kConfig);
-  if (eps && !(*eps > 0 && *eps < 1)) bad("rms_norm_eps " + num(*eps) + " must be a positive number below 1");
+  if (eps && !(*eps >= double(FLT_MIN) && *eps < 1))
+    bad("rms_norm_eps " + num(*eps) + " must be a positive number below 1 (and at least float32's 1.2e-38)");
 }
 
 // Rule: the head geometry is whole. Without head_dim, transformers takes hidden_size / num_attention_heads, which
