@@ -84,30 +84,41 @@ void check_rope_fields(const json &cfg) {
   }
 }
 
+// Where the RoPE settings were read from (config.cpp's read_rope takes rope_parameters before rope_scaling), so a
+// message names the field as the file spells it.
+std::string rope_source(const json &cfg) {
+  const json *params = json_field(cfg, "rope_parameters");
+  if (params && params->is_object()) return "rope_parameters";
+  const json *scaling = json_field(cfg, "rope_scaling");
+  return scaling && scaling->is_object() ? "rope_scaling" : "rope_scaling (absent)";
+}
+
 // Rule: the RoPE type is one rope_tables computes (default, linear, llama3, yarn); dynamic NTK, longrope, mrope and
 // the others rotate differently.
 // Rule: its parameters are in range, so the table is finite: theta in (1, 1e30] (the frequencies theta^(-2i/d) must
 // fall, yarn divides by log(theta), and the table is computed in float32); factors positive; llama3's
 // high_freq_factor above its low_freq_factor (the blend divides by their difference); yarn's betas positive and its
 // attention_factor and mscales not negative. transformers only warns on most of these, then computes infinities.
-void check_rope_values(const RopeConfig &r) {
+void check_rope_values(const json &cfg, const RopeConfig &r) {
+  const std::string src = rope_source(cfg);
   if (r.type != "default" && r.type != "linear" && r.type != "llama3" && r.type != "yarn")
-    unsupported("rope scaling type " + describe_json(r.type) + " is not implemented (supported: default, linear, llama3, yarn)");
+    unsupported(src + ".rope_type " + describe_json(r.type) + " is not implemented (supported: default, linear, llama3, yarn)");
   if (!(r.theta > 1 && r.theta <= 1e30)) bad("rope_theta " + num(r.theta) + " must be above 1 (and at most 1e30)");
   if (r.original_max_position_embeddings < 0 || r.original_max_position_embeddings > (int64_t(1) << 30))
-    bad("rope original_max_position_embeddings " + std::to_string(r.original_max_position_embeddings) + " must be a positive integer");
-  if (r.factor < 0 || r.factor > 1e6) bad("rope factor " + num(r.factor) + " must be positive (and at most 1e6)");
+    bad(src + ".original_max_position_embeddings " + std::to_string(r.original_max_position_embeddings) +
+        " must be a positive integer (at most 2^30)");
+  if (r.factor < 0 || r.factor > 1e6) bad(src + ".factor " + num(r.factor) + " must be positive (and at most 1e6)");
   if ((r.type == "linear" || r.type == "llama3") && !(r.factor > 0))
-    bad("rope scaling `" + r.type + "` needs a positive factor");
+    bad(src + ".factor: rope type " + r.type + " needs a positive factor");
   if (r.type == "llama3" && !(r.low_freq_factor > 0 && r.high_freq_factor > r.low_freq_factor && r.high_freq_factor <= 1e6))
-    bad("llama3 rope needs 0 < low_freq_factor < high_freq_factor; got low_freq_factor " + num(r.low_freq_factor) +
+    bad(src + ": llama3 needs 0 < low_freq_factor < high_freq_factor; got low_freq_factor " + num(r.low_freq_factor) +
         ", high_freq_factor " + num(r.high_freq_factor));
   if (r.type == "yarn") {
     if (!(r.beta_fast > 0 && r.beta_slow > 0 && r.beta_fast <= 1e6 && r.beta_slow <= 1e6))
-      bad("yarn rope needs positive beta_fast and beta_slow; got " + num(r.beta_fast) + " and " + num(r.beta_slow));
+      bad(src + ": yarn needs positive beta_fast and beta_slow; got " + num(r.beta_fast) + " and " + num(r.beta_slow));
     if (r.attention_factor < 0 || r.attention_factor > 1e3 || r.mscale < 0 || r.mscale > 1e3 || r.mscale_all_dim < 0 ||
         r.mscale_all_dim > 1e3)
-      bad("yarn rope's attention_factor, mscale and mscale_all_dim must be in [0, 1000]; got " + num(r.attention_factor) +
+      bad(src + ": yarn's attention_factor, mscale and mscale_all_dim must be in [0, 1000]; got " + num(r.attention_factor) +
           ", " + num(r.mscale) + ", " + num(r.mscale_all_dim));
   }
 }
@@ -205,7 +216,7 @@ void check_config_arithmetic(const json &cfg, const ModelConfig &c) {
   check_quantization(cfg);
   check_activation(cfg);
   check_rope_fields(cfg);
-  check_rope_values(c.rope);
+  check_rope_values(cfg, c.rope);
   check_partial_rotary(cfg);
   check_attention_window(cfg, c);
   check_softcapping(cfg);

@@ -51,8 +51,10 @@ class Binder {
 
   // A bias the config says this projection has (a missing one is an error), or none (a present one is then left
   // unused, which unused_tensors() reports).
-  std::vector<float> bias(bool expected, const std::string &name, int64_t n) {
-    return expected ? vec(name, n) : std::vector<float>();
+  std::vector<float> bias(bool expected, const std::string &name, int64_t n, const char *why) {
+    if (!expected) return {};
+    if (!ck_.find(name)) fail(VT_ERR_BAD_CHECKPOINT, "tensor " + name + " is missing from the checkpoint (" + why + ")");
+    return vec(name, n);
   }
 
   // Marks a tensor as consumed without binding it (the tied lm_head's identical copy).
@@ -120,10 +122,11 @@ Weights bind_weights(const ModelConfig &c, const Checkpoint &ck, const std::func
     L.k = b.matrix(p + "self_attn.k_proj.weight", KVD, H);
     L.v = b.matrix(p + "self_attn.v_proj.weight", KVD, H);
     L.o = b.matrix(p + "self_attn.o_proj.weight", H, QD);
-    L.q_bias = b.bias(c.qkv_bias, p + "self_attn.q_proj.bias", QD);
-    L.k_bias = b.bias(c.qkv_bias, p + "self_attn.k_proj.bias", KVD);
-    L.v_bias = b.bias(c.qkv_bias, p + "self_attn.v_proj.bias", KVD);
-    L.o_bias = b.bias(c.o_bias, p + "self_attn.o_proj.bias", H);
+    const char *attn_why = c.family == Family::Qwen2 ? "a Qwen2ForCausalLM has q/k/v biases" : "config.json's attention_bias is true";
+    L.q_bias = b.bias(c.qkv_bias, p + "self_attn.q_proj.bias", QD, attn_why);
+    L.k_bias = b.bias(c.qkv_bias, p + "self_attn.k_proj.bias", KVD, attn_why);
+    L.v_bias = b.bias(c.qkv_bias, p + "self_attn.v_proj.bias", KVD, attn_why);
+    L.o_bias = b.bias(c.o_bias, p + "self_attn.o_proj.bias", H, attn_why);
     if (c.qk_norm) {
       L.q_norm = b.vec(p + "self_attn.q_norm.weight", c.head_dim);
       L.k_norm = b.vec(p + "self_attn.k_norm.weight", c.head_dim);
@@ -132,9 +135,9 @@ Weights bind_weights(const ModelConfig &c, const Checkpoint &ck, const std::func
     L.gate = b.matrix(p + "mlp.gate_proj.weight", I, H);
     L.up = b.matrix(p + "mlp.up_proj.weight", I, H);
     L.down = b.matrix(p + "mlp.down_proj.weight", H, I);
-    L.gate_bias = b.bias(c.mlp_bias, p + "mlp.gate_proj.bias", I);
-    L.up_bias = b.bias(c.mlp_bias, p + "mlp.up_proj.bias", I);
-    L.down_bias = b.bias(c.mlp_bias, p + "mlp.down_proj.bias", H);
+    L.gate_bias = b.bias(c.mlp_bias, p + "mlp.gate_proj.bias", I, "config.json's mlp_bias is true");
+    L.up_bias = b.bias(c.mlp_bias, p + "mlp.up_proj.bias", I, "config.json's mlp_bias is true");
+    L.down_bias = b.bias(c.mlp_bias, p + "mlp.down_proj.bias", H, "config.json's mlp_bias is true");
     w.layers.push_back(std::move(L));
     if (progress) progress(l + 1, c.n_layers);
   }
