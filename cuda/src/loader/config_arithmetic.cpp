@@ -96,7 +96,7 @@ std::string rope_source(const json &cfg) {
 // Rule: the RoPE type is one rope_tables computes (default, linear, llama3, yarn); dynamic NTK, longrope, mrope and
 // the others rotate differently.
 // Rule: its parameters are in range, so the table is finite: theta in (1, 1e30] (the frequencies theta^(-2i/d) must
-// fall, yarn divides by log(theta), and the table is computed in float32); factors positive; llama3's
+// fall, yarn divides by log(theta), and the table is computed in float32); factors in [1e-3, 1e6]; llama3's
 // high_freq_factor above its low_freq_factor (the blend divides by their difference); yarn's betas positive and its
 // attention_factor and mscales not negative. transformers only warns on most of these, then computes infinities.
 void check_rope_values(const json &cfg, const RopeConfig &r) {
@@ -107,9 +107,11 @@ void check_rope_values(const json &cfg, const RopeConfig &r) {
   if (r.original_max_position_embeddings < 0 || r.original_max_position_embeddings > (int64_t(1) << 30))
     bad(src + ".original_max_position_embeddings " + std::to_string(r.original_max_position_embeddings) +
         " must be a positive integer (at most 2^30)");
-  if (r.factor < 0 || r.factor > 1e6) bad(src + ".factor " + num(r.factor) + " must be positive (and at most 1e6)");
-  if ((r.type == "linear" || r.type == "llama3") && !(r.factor > 0))
-    bad(src + ".factor: rope type " + r.type + " needs a positive factor");
+  // 0 is "absent" (yarn derives it); a used factor divides frequencies up to 1, so it stays within [1e-3, 1e6].
+  const bool needs_factor = r.type == "linear" || r.type == "llama3";
+  if (r.type != "default" && ((needs_factor || r.factor != 0) && !(r.factor >= 1e-3 && r.factor <= 1e6)))
+    bad(src + ".factor " + num(r.factor) + " must be between 0.001 and 1e6" +
+        (needs_factor ? " (rope type " + r.type + " needs one)" : ""));
   if (r.type == "llama3" && !(r.low_freq_factor > 0 && r.high_freq_factor > r.low_freq_factor && r.high_freq_factor <= 1e6))
     bad(src + ": llama3 needs 0 < low_freq_factor < high_freq_factor; got low_freq_factor " + num(r.low_freq_factor) +
         ", high_freq_factor " + num(r.high_freq_factor));
