@@ -67,7 +67,7 @@ class Binder {
       // Old Llama checkpoints saved each layer's rotary inverse frequencies as a buffer; transformers ignores them
       // (they are recomputed from the config), and so do we.
       const std::string_view inv_freq = ".rotary_emb.inv_freq";
-      const bool ignored = name.size() >= inv_freq.size() && name.compare(name.size() - inv_freq.size(), inv_freq.size(), inv_freq) == 0;
+      const bool ignored = std::string_view(name).ends_with(inv_freq);
       if (!used_.count(name) && !ignored) out.push_back(name);
     }
     std::sort(out.begin(), out.end());
