@@ -98,7 +98,13 @@ void fill_auto(vt_system_info &out) {
   out.cuda_usable = a.ok ? 1 : 0;
   put(out.auto_device, a.ok ? "cuda" : "cpu");
   if (!a.ok) {
-    put(out.auto_reason, a.reason);
+    // cuda_available() stops at the first thing missing and looks at the kernels first (no need for a driver if
+    // nothing could run on it); a user fixes the machine first, so a missing driver or GPU is named first.
+    const vt::cuda::DriverProbe &d = vt::cuda::probe_driver();
+    const std::string kernels = vt::cuda::build_kernels_problem();
+    put(out.auto_reason, d.problem.empty() ? a.reason
+                         : kernels.empty() ? d.problem
+                                           : d.problem + "; and " + kernels);
   } else {
     const vt_gpu_info &g = out.gpus[0];
     put(out.auto_reason, std::string("GPU 0 (") + g.name + ") runs the embedded " +
