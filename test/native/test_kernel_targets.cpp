@@ -191,8 +191,22 @@ static void check_system_info() {
     if (si.n_kernel_images == 0) CHECK(!g.usable);
   }
   if (si.cuda_usable) CHECK(si.n_gpus > 0 && si.gpus[0].usable);
-  std::printf("this machine: %s, matmul %s, %d kernel images, driver %s, auto -> %s (%s)\n", si.cpu_arch, si.cpu_matmul,
-              si.n_kernel_images, si.driver_found ? "found" : "absent", si.auto_device, si.auto_reason);
+  std::string targets;
+  for (int i = 0; i < si.n_cuda_targets; ++i) targets += std::string(i ? " " : "") + si.cuda_targets[i];
+  std::printf("this machine: %s, matmul %s, %d kernel images (%s), driver %s %d, cuBLASLt %s, auto -> %s (%s)\n",
+              si.cpu_arch, si.cpu_matmul, si.n_kernel_images, targets.c_str(), si.driver_found ? "found" : "absent",
+              si.driver_version, si.cublaslt_found ? si.cublaslt_path : "absent", si.auto_device, si.auto_reason);
+  for (int i = 0; i < si.n_gpus && i < VT_SYSINFO_MAX_GPUS; ++i) {
+    const vt_gpu_info &g = si.gpus[i];
+    std::printf("  gpu %d: %s, cc %d.%d, %.1f GiB, code %d %s, usable %d %s\n", i, g.name, g.cc_major, g.cc_minor,
+                double(g.total_bytes) / (1ull << 30), int(g.code), g.code_target, g.usable, g.reason);
+    // The H200 with a build that embeds sm_90a (the release targets, or a development build for it) must take it.
+    const bool has_90a = targets.find("sm_90a") != std::string::npos;
+    if (std::strstr(g.name, "H200") && has_90a) {
+      CHECK(g.cc_major == 9 && g.cc_minor == 0 && g.code == VT_GPU_CODE_CUBIN && std::string(g.code_target) == "sm_90a");
+      CHECK(g.usable && (i != 0 || std::string(si.auto_device) == "cuda"));
+    }
+  }
 }
 
 int main() {
