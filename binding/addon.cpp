@@ -3,6 +3,7 @@
 
 #include "engine_wrap.h"
 #include "live_set.h"
+#include "system_info.h"
 #include "workers/estimate_worker.h"
 #include "workers/load_job.h"
 
@@ -11,6 +12,7 @@ static Napi::Object init(Napi::Env env, Napi::Object exports) {
   vtb::EngineWrap::init(env, exports);
   exports.Set("loadEngine", Napi::Function::New(env, &vtb::LoadJob::start, "loadEngine"));
   exports.Set("estimate", Napi::Function::New(env, &vtb::EstimateWorker::start, "estimate"));
+  exports.Set("systemInfo", Napi::Function::New(env, &vtb::system_info, "systemInfo"));
   exports.Set("shutdownAll", Napi::Function::New(env, &vtb::shutdown_all, "shutdownAll"));
   return exports;
 }

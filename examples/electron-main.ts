@@ -2,6 +2,7 @@
 // as it is generated. Channels: renderer → main 'llm:generate' (prompt), 'llm:stop'; main → renderer
 // 'llm:progress', 'llm:ready', 'llm:chunk' (text), 'llm:done' ({ text, finishReason, usage }), 'llm:error'.
 // Run as an app's main script (`electron electron-main.js MODEL_DIR`, plus a preload that exposes the channels).
+// Packaged with ASAR: unpack vtengine's prebuilds (and models/default) as the README's Electron section says.
 import { BrowserWindow, type IpcMainEvent, app, ipcMain } from 'electron';
 import { Engine, EngineError, type Generation } from 'vtengine';
 

@@ -18,6 +18,7 @@ export { DEFAULT_MODEL_DIR } from './engine/default-model.js';
 export type { CudaGraphsOptions, DeviceOption, LoadOptions, LoadProgress } from './engine/load-options.js';
 export type { EngineStats, ModelInfo } from './engine/model-info.js';
 export type { ScoreResult } from './engine/score.js';
+export type { GpuInfo, SystemInfo } from './engine/system-info.js';
 export { MemoryTracker } from './memory/tracker.js';
 export type {
   EngineMemory,

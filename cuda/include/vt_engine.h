@@ -246,6 +246,68 @@ typedef struct vt_memory_estimate {
 
 vt_status vt_engine_estimate(const char *dir, vt_engine_params params, vt_memory_estimate *out, char *err, size_t err_cap);
 
+/* ---- the machine, without a model ---- */
+
+#define VT_SYSINFO_MAX_GPUS 16
+#define VT_SYSINFO_MAX_TARGETS 32
+
+/* What the driver would run for one GPU from the kernels embedded in this binary. */
+typedef enum vt_gpu_code {
+  VT_GPU_CODE_NONE = 0,   /* nothing embedded runs on it (or this build has no kernels) */
+  VT_GPU_CODE_CUBIN = 1,  /* a cubin built for its architecture */
+  VT_GPU_CODE_PTX = 2     /* PTX only: the driver JIT-compiles it at the first load (slow once, then cached) */
+} vt_gpu_code;
+
+typedef struct vt_gpu_info {
+  char name[128];         /* "NVIDIA H200"; "?" when the driver did not say */
+  int32_t cc_major;       /* compute capability, e.g. 9.0 */
+  int32_t cc_minor;
+  int64_t total_bytes;    /* device memory */
+  int32_t integrated;     /* 1: shares the host's memory (GB10, Jetson Thor) */
+  vt_gpu_code code;
+  char code_target[16];   /* the embedded target it would run: "sm_90a", "compute_80"; "" with VT_GPU_CODE_NONE */
+  int32_t usable;         /* the driver and the embedded kernels can run the engine on it */
+  char reason[512];       /* why not, in words a user can act on; "" when usable */
+} vt_gpu_info;
+
+/* Strings are NUL-terminated (cut short if longer than their buffer). Lists are space-separated. */
+typedef struct vt_system_info {
+  /* The CPU backend */
+  char cpu_arch[16];                 /* "x86_64", "aarch64" */
+  char cpu_features[256];            /* the checked features this CPU has, /proc/cpuinfo spelling: "avx2 fma f16c" */
+  char cpu_features_absent[256];     /* the checked features it lacks */
+  char cpu_matmul[16];               /* the SIMD path in use: "avx512", "avx2", "neon", "scalar" (VT_CPU_ISA can force one) */
+  char cpu_matmul_paths[64];         /* the paths compiled in: "scalar avx2 avx512" */
+  int32_t cpu_threads;               /* what n_threads = 0 means: the online cores */
+  /* The CUDA kernels embedded in this binary (none in a build made without nvcc) */
+  int32_t n_kernel_images;           /* op families (fatbins) */
+  int32_t n_cuda_targets;            /* targets every family holds, cubins first: "sm_80" ... then PTX "compute_80" */
+  char cuda_targets[VT_SYSINFO_MAX_TARGETS][16];
+  char kernels_problem[256];         /* why no GPU can run them (none embedded, unreadable); "" otherwise */
+  int32_t min_driver_version;        /* the CUDA version a driver must support for them, e.g. 13000 for 13.0 */
+  /* The NVIDIA driver */
+  int32_t driver_found;              /* libcuda.so.1 loaded */
+  int32_t driver_version;            /* cuDriverGetVersion, e.g. 13000; 0 when unknown */
+  char driver_problem[512];          /* why it lists no GPU (not installed, cuInit failed...); "" when it does */
+  int32_t n_gpus;                    /* as the driver counts them; gpus[] holds the first VT_SYSINFO_MAX_GPUS */
+  vt_gpu_info gpus[VT_SYSINFO_MAX_GPUS];
+  /* Libraries the CUDA backend uses when present */
+  int32_t cublaslt_found;
+  int64_t cublaslt_version;          /* e.g. 130100 for 13.1.0; 0 when not found */
+  char cublaslt_path[256];
+  char cublaslt_problem[512];        /* why not found; "" when found */
+  /* What device 'auto' picks: the same check vt_engine_load makes (the CUDA backend runs on GPU 0) */
+  int32_t cuda_usable;
+  char auto_device[8];               /* "cuda" or "cpu" */
+  char auto_reason[512];             /* why: the GPU it takes, or why CUDA cannot be used */
+} vt_system_info;
+
+/* Fills *out without loading a model: probes the CPU, reads the embedded kernels' headers, and opens the driver and
+ * cuBLASLt libraries if present (they stay loaded, as for an engine). Nothing missing is an error: it is reported
+ * in the fields. Thread-safe; the driver is asked once per process. Returns VT_OK, or VT_ERR_INVALID_OPTION for a
+ * NULL out, VT_ERR_INTERNAL if probing itself failed (err says why). */
+vt_status vt_system_info_get(vt_system_info *out, char *err, size_t err_cap);
+
 const char *vt_status_name(vt_status status); /* "ERR_BAD_CHECKPOINT", ... (stable; JS uses them as codes) */
 
 #ifdef __cplusplus

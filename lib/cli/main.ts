@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `vtengine` command: `run`, `chat` and `inspect`. Errors print as `error [CODE]: message` on stderr with exit
- * code 1 (an EngineError: never a stack trace) or 2 (a usage error).
+ * The `vtengine` command: `run`, `chat`, `inspect` and `doctor`. Errors print as `error [CODE]: message` on stderr
+ * with exit code 1 (an EngineError: never a stack trace) or 2 (a usage error).
  * @internal
  * @module
  */
@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { EngineError } from '../errors.js';
 import { addChatCommand } from './chat.js';
+import { addDoctorCommand } from './doctor.js';
 import { addInspectCommand } from './inspect.js';
 import { addRunCommand } from './run.js';
 
@@ -27,7 +28,8 @@ const program = new Command('vtengine')
 addRunCommand(program);
 addChatCommand(program);
 addInspectCommand(program);
-program.addHelpText('after', '\nExamples:\n  vtengine run "def fibonacci(n):"\n  vtengine run --model ./Qwen3-0.6B --max-tokens 64 "Hello"\n  vtengine chat --model ./Qwen3-0.6B\n  vtengine inspect ./Qwen3-0.6B --json');
+addDoctorCommand(program);
+program.addHelpText('after', '\nExamples:\n  vtengine run "def fibonacci(n):"\n  vtengine run --model ./Qwen3-0.6B --max-tokens 64 "Hello"\n  vtengine chat --model ./Qwen3-0.6B\n  vtengine inspect ./Qwen3-0.6B --json\n  vtengine doctor');
 
 try {
   await program.parseAsync(process.argv);

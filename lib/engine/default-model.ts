@@ -4,7 +4,10 @@
  * @module
  */
 import { join } from 'node:path';
-import { packageRoot } from '../package-root.js';
+import { packageRoot, unpackedPath } from '../package-root.js';
 
-/** Where the packaged default model lives: models/default in the package's folder. */
-export const DEFAULT_MODEL_DIR: string = join(packageRoot(), 'models/default');
+/**
+ * Where the packaged default model lives: models/default in the package's folder, or its unpacked twin in an
+ * Electron app (the engine maps the weights with mmap, which needs real files; see the README's Electron section).
+ */
+export const DEFAULT_MODEL_DIR: string = unpackedPath(join(packageRoot(), 'models/default'));

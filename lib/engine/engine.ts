@@ -24,7 +24,9 @@ import {
   type NativeLoadParams,
   type NativeMemory,
   type NativeStepEvent,
+  type NativeSystemInfo,
   nativeAddon,
+  nativeAddonBinary,
 } from '../native/addon.js';
 import { show, tokenIdsOption } from '../validation.js';
 import { type LoadOptions, validateLoadOptions } from './load-options.js';
@@ -36,6 +38,9 @@ import { estimateMemory, explainOutOfMemory } from '../memory/estimate.js';
 import { takeSnapshot } from '../memory/snapshot.js';
 import { MemoryTracker, NO_GPU, nvmlGpuSampler } from '../memory/tracker.js';
 import type { MemoryEstimate, MemorySnapshot, TrackMemoryOptions } from '../memory/types.js';
+import { nvml } from '../memory/nvml.js';
+import { packageVersion } from '../package-root.js';
+import { type SystemInfo, toSystemInfo } from './system-info.js';
 
 /** The checkpoint's defaults under the caller's options (anything but a plain object goes to the validator as is). */
 function withDefaults(defaults: GenerationDefaults, options: unknown): unknown {
@@ -203,6 +208,36 @@ export class Engine implements AsyncDisposable {
   static async estimate(dirOrOptions?: string | LoadOptions, maybeOptions?: LoadOptions): Promise<MemoryEstimate> {
     const { dir, params } = loadTarget('estimate', dirOrOptions, maybeOptions);
     return estimateMemory(loadAddon(), path.resolve(dir), params);
+  }
+
+  /**
+   * What this machine and this install can run, without loading a model: which native binary was loaded (a
+   * prebuild or a local build, and its path), the CPU features and the SIMD path the CPU backend takes, the CUDA
+   * targets embedded in the binary, the NVIDIA driver and its version, each GPU (name, compute capability, memory)
+   * with whether a cubin for it is embedded or PTX would be JIT-compiled, whether cuBLASLt and NVML were found, and
+   * what `device: 'auto'` picks and why. Anything missing (no driver, no GPU, no kernels in this build) is reported
+   * with a reason, never thrown. `vtengine doctor` prints the same report.
+   *
+   * Synchronous. The first call of a process opens the driver and cuBLASLt if present (they stay loaded, as they
+   * would for an engine), which on a large GPU takes about as long as `cuInit`, up to a second or so.
+   *
+   * @throws {@link InternalError} when the native addon itself cannot be loaded (no binary for this platform).
+   * @example
+   * ```ts
+   * const info = Engine.systemInfo();
+   * console.log(info.auto); // { device: 'cpu', reason: 'no NVIDIA driver: libcuda.so.1 could not be loaded (...)' }
+   * for (const gpu of info.cuda.gpus) console.log(gpu.name, gpu.arch, gpu.kernels, gpu.reason ?? 'usable');
+   * ```
+   */
+  static systemInfo(): SystemInfo {
+    const addon = loadAddon();
+    let native: NativeSystemInfo;
+    try {
+      native = addon.systemInfo();
+    } catch (err) {
+      throw fromNativeError(err);
+    }
+    return toSystemInfo(native, nativeAddonBinary(), nvml.available(), packageVersion());
   }
 
   /**

@@ -63,6 +63,12 @@ export interface Nvml {
   processBytes(index: number, pid: number): Reading<number>;
 }
 
+/** An NVML reader that can also say whether NVML loads here at all (for `Engine.systemInfo()`). @internal */
+export interface NvmlReader extends Nvml {
+  /** `{ value: true }` when the library loaded and nvmlInit_v2 succeeded, else null with why. */
+  available(): Reading<true>;
+}
+
 function why(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
@@ -158,7 +164,7 @@ export function bytesOfProcess(infos: ProcessInfo[], pid: number, index: number)
  * reader, and a failure is the answer from then on (nvmlInit_v2 is reference-counted and never undone: the reader
  * lives as long as the process). @internal
  */
-export function createNvml(load: NvmlLoader): Nvml {
+export function createNvml(load: NvmlLoader): NvmlReader {
   let state: { fns: NvmlFunctions } | { reason: string } | undefined;
   const handles = new Map<number, unknown>();
   let capacity = 16; // records; grows to what the machine needs and stays there
@@ -195,6 +201,10 @@ export function createNvml(load: NvmlLoader): Nvml {
   };
 
   return {
+    available() {
+      const s = ready();
+      return 'reason' in s ? { value: null, reason: s.reason } : { value: true };
+    },
     processBytes(index, pid) {
       try {
         const s = ready();
@@ -224,4 +234,4 @@ export function createNvml(load: NvmlLoader): Nvml {
 }
 
 /** The process's NVML reader: loads libnvidia-ml.so.1 on its first use. @internal */
-export const nvml: Nvml = createNvml(koffiLoader());
+export const nvml: NvmlReader = createNvml(koffiLoader());

@@ -4,7 +4,7 @@
  * @module
  */
 import { createRequire } from 'node:module';
-import { packageRoot } from '../package-root.js';
+import { type AddonBinary, resolveAddon } from './addon-path.js';
 
 /** @internal Load parameters, mirrored field by field into vt_engine_params. */
 export interface NativeLoadParams {
@@ -139,6 +139,45 @@ export interface NativeEstimate {
   hostPinnedBytes: number; // page-locked host staging of the CUDA backend; 0 on the CPU
 }
 
+/** @internal One GPU of NativeSystemInfo (vt_gpu_info). */
+export interface NativeGpuInfo {
+  name: string;
+  ccMajor: number;
+  ccMinor: number;
+  totalBytes: number;
+  integrated: boolean;
+  code: 'cubin' | 'ptx' | 'none';
+  codeTarget: string; // '' with code 'none'
+  usable: boolean;
+  reason: string; // '' when usable
+}
+
+/** @internal Mirrors vt_system_info; space-separated lists arrive as arrays, '' means "none". */
+export interface NativeSystemInfo {
+  cpuArch: string;
+  cpuFeatures: string[];
+  cpuFeaturesAbsent: string[];
+  cpuMatmul: string;
+  cpuMatmulPaths: string[];
+  cpuThreads: number;
+  kernelImages: number;
+  cudaTargets: string[];
+  kernelsProblem: string;
+  minDriverVersion: number; // 13000 = CUDA 13.0
+  driverFound: boolean;
+  driverVersion: number; // 0 = unknown
+  driverProblem: string;
+  gpuCount: number;
+  gpus: NativeGpuInfo[];
+  cublasLtFound: boolean;
+  cublasLtVersion: number;
+  cublasLtPath: string;
+  cublasLtProblem: string;
+  cudaUsable: boolean;
+  autoDevice: 'cuda' | 'cpu';
+  autoReason: string;
+}
+
 /**
  * @internal A loaded engine. Errors thrown by its methods (and by loadEngine's promise) are plain Errors with
  * `code` set to a stable status name ('ERR_BAD_CHECKPOINT', ...); lib/errors.ts turns them into EngineErrors.
@@ -170,6 +209,8 @@ export interface NativeAddon {
   ): Promise<NativeEngine>;
   /** Sizes an engine for (dir, params) without loading it; rejects like loadEngine on a bad checkpoint. */
   estimate(dir: string, params: NativeLoadParams): Promise<NativeEstimate>;
+  /** The machine and this binary, without a model (vt_system_info_get). Synchronous. */
+  systemInfo(): NativeSystemInfo;
   /**
    * Stops every engine of this thread now (ending its live requests, joining its step thread) and asks every load
    * in flight to stop. Synchronous; for process.on('exit') (binding/live_set.h says why).
@@ -178,17 +219,27 @@ export interface NativeAddon {
 }
 
 let cached: NativeAddon | undefined;
+let loadedFrom: AddonBinary | undefined;
 
-/** @internal Loads the addon once: a prebuild for this platform if present, else build/Release. */
+/**
+ * @internal Loads the addon once, from the file node-gyp-build resolves (build/Release if built here, else the
+ * prebuild for this platform; in an Electron app, from app.asar.unpacked: see addon-path.ts).
+ */
 export function nativeAddon(): NativeAddon {
   if (!cached) {
-    const require = createRequire(import.meta.url);
-    const nodeGypBuild = require('node-gyp-build') as (dir: string) => NativeAddon;
-    const addon = nodeGypBuild(packageRoot());
+    const binary = resolveAddon();
+    const addon = createRequire(import.meta.url)(binary.path) as NativeAddon;
     // A script may end (or call process.exit(), or throw) with engines loaded and no dispose(): their step threads
     // must stop before Node tears down what they post to. 'exit' is per thread, so a worker thread gets its own.
     process.on('exit', () => addon.shutdownAll());
     cached = addon;
+    loadedFrom = binary;
   }
   return cached;
+}
+
+/** @internal The binary nativeAddon() loaded (it loads it if that has not happened yet). */
+export function nativeAddonBinary(): AddonBinary {
+  nativeAddon();
+  return loadedFrom as AddonBinary;
 }

@@ -83,6 +83,13 @@ describe('NVML absent', () => {
     else expect(r.value).toBeGreaterThan(0);
   });
 
+  it('available() says why too, with the same reason processBytes gives', () => {
+    const reader = createNvml(koffiLoader('libnvidia-ml-absent.so.1'));
+    const a = reader.available();
+    expect(a.value).toBeNull();
+    expect(a.reason).toBe(reader.processBytes(0, PID).reason);
+  });
+
   it('a loader that throws (no koffi, a missing symbol) is a reason, asked once', () => {
     let loads = 0;
     const reader = createNvml(() => {
@@ -109,6 +116,7 @@ describe('NVML answers (fake functions)', () => {
     const reader = createNvml(() => (loads++, fns));
     expect(reader.processBytes(0, PID)).toStrictEqual({ value: 6_000_000_000 });
     expect(reader.processBytes(0, PID)).toStrictEqual({ value: 6_000_000_000 });
+    expect(reader.available()).toStrictEqual({ value: true });
     expect(loads).toBe(1);
     expect(calls.init).toBe(1);
     expect(calls.deviceByIndex).toBe(1); // the handle is kept
@@ -165,6 +173,7 @@ describe('NVML answers (fake functions)', () => {
   it('error codes become reasons with nvmlErrorString and the code', () => {
     const init = createNvml(() => fake(() => [], { init: 9 }).fns).processBytes(0, PID);
     expect(init).toStrictEqual({ value: null, reason: 'NVML: nvmlInit_v2 failed: Driver Not Loaded (nvmlReturn_t 9)' });
+    expect(createNvml(() => fake(() => [], { init: 9 }).fns).available()).toStrictEqual(init); // loads, but unusable
     const handle = createNvml(() => fake(() => [], { deviceByIndex: 999 }).fns).processBytes(0, PID);
     expect(handle).toStrictEqual({ value: null, reason: 'NVML: no handle for GPU 0: Unknown Error (nvmlReturn_t 999)' });
     const list = createNvml(() => fake(() => [], { computeProcesses: 4 }).fns).processBytes(0, PID);

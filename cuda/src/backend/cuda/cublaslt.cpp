@@ -361,4 +361,20 @@ void CublasLt::matmul(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdevicep
   if (st != CUBLAS_STATUS_SUCCESS) check_lt(st, "cublasLtMatmul(" + shape_text(M, K, N, y_f32, bias != 0) + ")");
 }
 
+CublasLtLibrary cublaslt_library() noexcept {
+  try {
+    const Loaded &L = loaded();
+    CublasLtLibrary out;
+    out.found = L.ok;
+    out.path = L.path;
+    out.version = L.version;
+    out.reason = L.reason;
+    return out;
+  } catch (...) {  // bad_alloc only
+    CublasLtLibrary none;
+    none.reason = "looking for cuBLASLt failed (out of memory)";
+    return none;
+  }
+}
+
 }  // namespace vt::cuda

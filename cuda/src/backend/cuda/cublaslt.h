@@ -21,6 +21,16 @@
 
 namespace vt::cuda {
 
+// The library as loading it found it: needs no context and no GPU, so vt_system_info can ask on any machine. Loads
+// it (once per process, as CublasLt's constructor does) if that was not tried yet. Never throws.
+struct CublasLtLibrary {
+  bool found = false;
+  std::string path;     // the name or path that loaded
+  int64_t version = 0;  // cublasLtGetVersion(), e.g. 130100 for 13.1.0
+  std::string reason;   // why not found; empty when found
+};
+CublasLtLibrary cublaslt_library() noexcept;
+
 class CublasLt {
  public:
   // All products may use this much scratch; 32 MiB is what cuBLAS asks for on Hopper.

@@ -5,7 +5,7 @@
 #include <dlfcn.h>
 
 #include "backend/cuda/dl_symbols.h"
-#include "backend/cuda/kernel_images.h"
+#include "backend/cuda/kernel_targets.h"
 #include "status.h"
 
 namespace vt::cuda {
@@ -31,8 +31,8 @@ std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::t
 Loaded load() {
   Loaded L;
   Availability &a = L.a;
-  if (kernel_image_count == 0) {
-    a.reason = "this build has no CUDA kernels (it was built without nvcc; run scripts/build-cuda.mjs, then rebuild)";
+  if (std::string why = build_kernels_problem(); !why.empty()) {  // no driver needed to know nothing could run
+    a.reason = why;
     return L;
   }
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -129,9 +129,10 @@ Loaded load() {
     a.reason = "querying CUDA device 0 failed: " + error_text(d, r);
     return L;
   }
-  if (major * 10 + minor < kMinComputeCapability) {
-    a.reason = std::string("GPU 0 (") + name + ") has compute capability " + std::to_string(major) + "." +
-               std::to_string(minor) + "; vtengine's CUDA kernels need 8.0 (Ampere) or newer";
+  // Too old a GPU, or one this build has neither a cubin nor PTX for: refused here, so device 'auto' takes the
+  // CPU instead of failing later in cuModuleLoadData with CUDA_ERROR_NO_BINARY_FOR_GPU.
+  if (std::string why = kernel_code_problem(0, name, major * 10 + minor); !why.empty()) {
+    a.reason = why;
     return L;
   }
   a.ok = true;

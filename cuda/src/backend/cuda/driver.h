@@ -151,7 +151,8 @@ struct Availability {
 };
 
 // Whether this process can run the CUDA backend on device 0: libcuda.so.1 loads, cuInit succeeds, the driver
-// is new enough, a device of compute capability >= 8.0 exists, and this build embeds kernels. Never throws;
+// is new enough, a device exists, and this build embeds kernels that run on device 0 (a cubin for it, or PTX the
+// driver can compile; kernel_targets.h). Never throws;
 // the answer is computed once and cached (thread-safe).
 Availability cuda_available() noexcept;
 
