@@ -8,9 +8,12 @@ import { build } from 'esbuild';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** Builds the bundle (about a second) and returns its path. */
+/**
+ * Builds the bundle (about a second) and returns its path: one file per process, so that a run in progress never
+ * picks up another run's build halfway. The caller removes it.
+ */
 export async function bundleEngine() {
-  const outfile = join(ROOT, 'build', 'fuzz', 'vtengine.mjs');
+  const outfile = join(ROOT, 'build', 'fuzz', `vtengine-${process.pid}.mjs`);
   mkdirSync(dirname(outfile), { recursive: true });
   await build({
     entryPoints: [join(ROOT, 'lib', 'index.ts')],

@@ -66,6 +66,7 @@ export async function runFuzz({ count, seed, jobs = 2, bases = Object.keys(BASES
     }));
   } finally {
     rmSync(work, { recursive: true, force: true });
+    rmSync(bundle, { force: true });
   }
   return { results, tally: tally(results) };
 }
@@ -74,6 +75,6 @@ export async function runFuzz({ count, seed, jobs = 2, bases = Object.keys(BASES
 export async function replay(dir, timeoutMs = 30_000) {
   const bundle = await bundleEngine();
   const meta = existsSync(join(dir, META)) ? JSON.parse(readFileSync(join(dir, META), 'utf8')) : undefined;
-  const r = await runOne(bundle, dir, timeoutMs);
+  const r = await runOne(bundle, dir, timeoutMs).finally(() => rmSync(bundle, { force: true }));
   return { recorded: meta, result: { index: meta?.index ?? 0, base: meta?.base ?? '?', mutations: meta?.mutations ?? [], ...r } };
 }
