@@ -11,10 +11,14 @@ const ENGINE_FAMILY = { llama: 'llama', mistral: 'llama', qwen2: 'qwen2', qwen3:
 const ROPE_TYPES = ['default', 'linear', 'llama3', 'yarn'];
 const REQUIRED_INTS = ['vocab_size', 'hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads', 'max_position_embeddings'];
 const OPTIONAL_INTS = ['num_key_value_heads', 'head_dim'];
-const FLOAT32_MAX = 3.4028234663852886e38;
 
 const has = (o, k) => Object.hasOwn(o, k) && o[k] !== null;
-const positive = (x) => typeof x === 'number' && Number.isFinite(x) && x > 0;
+/** JSON numbers past 2^53 arrive as BigInt (strict-json keeps them exact). */
+const num = (x) => (typeof x === 'bigint' ? Number(x) : x);
+const positive = (x) => typeof num(x) === 'number' && Number.isFinite(num(x)) && num(x) > 0;
+/** The engine keeps token ids in int32; a JSON integer outside that range changes value on the way in. */
+const INT32 = 2 ** 31;
+const isInt32 = (x) => isInteger(x) && num(x) >= -INT32 && num(x) < INT32;
 const positiveInt = (x) => isInteger(x) && x > 0;
 const show = (x) => JSON.stringify(x, (_k, val) => (typeof val === 'bigint' ? val.toString() : val)) ?? String(x);
 
@@ -50,15 +54,17 @@ export function checkConfig(cfg, tensorNames) {
   if (Object.hasOwn(cfg, 'hidden_act') && cfg.hidden_act !== 'silu' && cfg.hidden_act !== 'swish')
     v('config-activation', `hidden_act = ${show(cfg.hidden_act)}, but the engine computes SiLU`);
 
-  if (Object.hasOwn(cfg, 'rms_norm_eps') && !(positive(cfg.rms_norm_eps) && cfg.rms_norm_eps <= FLOAT32_MAX))
-    v('config-norm', `rms_norm_eps = ${show(cfg.rms_norm_eps)} is not a positive float32`);
+  // A value is computed with as transformers would (even a negative or an overflowing one, into the same NaN or
+  // infinity); null is not: transformers fails on it, the engine would take its default.
+  if (Object.hasOwn(cfg, 'rms_norm_eps') && typeof num(cfg.rms_norm_eps) !== 'number')
+    v('config-norm', `rms_norm_eps = ${show(cfg.rms_norm_eps)} is not a number`);
 
   if (has(cfg, 'quantization_config')) v('config-quantization', `quantization_config = ${show(cfg.quantization_config)}: the weights are not plain floats`);
 
   for (const k of ['eos_token_id', 'bos_token_id']) {
     const x = cfg[k];
-    if (has(cfg, k) && !isInteger(x) && !(k === 'eos_token_id' && Array.isArray(x) && x.every(isInteger)))
-      v('config-eos', `${k} = ${show(x)} is not a token id${k === 'eos_token_id' ? ' or a list of them' : ''}`);
+    if (has(cfg, k) && !isInt32(x) && !(k === 'eos_token_id' && Array.isArray(x) && x.every(isInt32)))
+      v('config-eos', `${k} = ${show(x)} is not an int32 token id${k === 'eos_token_id' ? ' or a list of them' : ''}`);
   }
 
   checkRope(cfg, v);

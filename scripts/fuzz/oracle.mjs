@@ -8,7 +8,8 @@ import { checkSafetensors } from './safetensors-oracle.mjs';
 import { isObject, parseStrict } from './strict-json.mjs';
 import { checkGenerationConfig, checkTokenizer, checkTokenizerConfig } from './text-oracle.mjs';
 
-/** Overlapping or misaligned offsets; an activation the engine does not implement. */
+/** Overlapping or misaligned offsets; an activation the engine does not implement. ('st-gap', bytes no tensor
+ * covers, is the same tiling rule but not one of the two classes.) */
 export const ACCEPTANCE_KINDS = new Set(['st-offsets', 'config-activation']);
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -47,14 +48,10 @@ export function judge(dir) {
       if (!isFile(shard)) continue; // the engine reports a missing shard itself
       const r = checkSafetensors(readFileSync(file(shard)), shard);
       out.push(...r.violations);
-      for (const [n, e] of r.tensors) tensors.set(n, { ...e, shard });
+      for (const [n, e] of r.tensors) tensors.set(n, e);
     }
-    if (isFile(INDEX)) {
-      const map = json(INDEX, 'index')?.weight_map;
-      if (isObject(map))
-        for (const [n, s] of Object.entries(map))
-          if (tensors.has(n) && tensors.get(n).shard !== s) out.push({ kind: 'index', detail: `weight_map puts ${n} in ${s}, but ${tensors.get(n).shard} holds it` });
-    }
+    // A weight_map entry naming another shard than the one holding the tensor is not a violation: transformers,
+    // like the engine, loads every tensor of every shard the index names.
     names = new Set(tensors.keys());
   });
   guard('config.json', () => {

@@ -7,7 +7,10 @@
 import { DTYPE_SIZES } from './safetensors.mjs';
 import { isInteger, isObject, parseStrict } from './strict-json.mjs';
 
-/** Violation kinds of this oracle. 'st-offsets' is one of the two classes issue 19's acceptance names. */
+/**
+ * Violation kinds: st-header, st-duplicate, st-dtype, st-size, st-offsets (overlapping, misaligned, malformed or
+ * past the data: one of the two classes issue 19's acceptance names) and st-gap (bytes no tensor covers).
+ */
 const v = (kind, detail) => ({ kind, detail });
 
 /**
@@ -66,11 +69,11 @@ export function checkSafetensors(bytes, where) {
   let prev = '(start of data)';
   for (const s of spans) {
     if (s.b < at) violations.push(v('st-offsets', `${where}: ${s.name} [${s.b}, ${s.en}] overlaps ${prev}, which ends at ${at}`));
-    else if (s.b > at) violations.push(v('st-offsets', `${where}: gap of ${s.b - at} bytes before ${s.name} (after ${prev})`));
+    else if (s.b > at) violations.push(v('st-gap', `${where}: gap of ${s.b - at} bytes before ${s.name} (after ${prev})`));
     if (s.en > at) [at, prev] = [s.en, s.name];
   }
   if (at > dataSize) violations.push(v('st-offsets', `${where}: tensors end at ${at}, past the ${dataSize}-byte data section`));
-  else if (at < dataSize) violations.push(v('st-offsets', `${where}: ${dataSize - at} bytes after the last tensor are not covered`));
+  else if (at < dataSize) violations.push(v('st-gap', `${where}: ${dataSize - at} bytes after the last tensor are not covered`));
   return { violations, tensors };
 }
 
