@@ -11,13 +11,17 @@ export function tally(results) {
   const byKind = new Map();
   const silentKinds = new Map();
   const codes = new Map();
+  const typedPhases = new Map();
   for (const r of results) {
     byClass[r.class]++;
     for (const kind of new Set(r.mutations.map((m) => m.kind))) {
       if (!byKind.has(kind)) byKind.set(kind, Object.fromEntries(CLASSES.map((c) => [c, 0])));
       byKind.get(kind)[r.class]++;
     }
-    if (r.class === 'typed') codes.set(r.code, (codes.get(r.code) ?? 0) + 1);
+    if (r.class === 'typed') {
+      codes.set(r.code, (codes.get(r.code) ?? 0) + 1);
+      typedPhases.set(r.phase, (typedPhases.get(r.phase) ?? 0) + 1);
+    }
     if (r.class === 'silent') for (const k of new Set(r.violations.map((x) => x.kind))) silentKinds.set(k, (silentKinds.get(k) ?? 0) + 1);
   }
   const acceptanceSilent = [...silentKinds].filter(([k]) => ACCEPTANCE_KINDS.has(k)).reduce((s, [, n]) => s + n, 0);
@@ -28,6 +32,7 @@ export function tally(results) {
     silentKinds: Object.fromEntries([...silentKinds].sort(([, a], [, b]) => b - a)),
     acceptanceSilent,
     typedCodes: Object.fromEntries([...codes].sort(([, a], [, b]) => b - a)),
+    typedPhases: Object.fromEntries([...typedPhases].sort(([, a], [, b]) => b - a)),
     failing: results.filter((r) => FAILING.has(r.class)).length,
   };
 }
@@ -47,6 +52,8 @@ export function formatTally(t, results) {
   out.push(table(['mutation kind', ...CLASSES], Object.entries(t.byKind).map(([k, c]) => [k, ...CLASSES.map((x) => c[x])])));
   out.push('');
   out.push(`typed error codes: ${Object.entries(t.typedCodes).map(([c, n]) => `${c} ${n}`).join(', ') || 'none'}`);
+  // A checkpoint refused only when generating (not at load) is worth a look: the loader let it through.
+  out.push(`typed errors by phase: ${Object.entries(t.typedPhases).map(([c, n]) => `${c} ${n}`).join(', ') || 'none'}`);
   const silent = Object.entries(t.silentKinds);
   out.push(`silent loads by oracle kind (* = an acceptance class of issue 19): ${silent.length ? '' : 'none'}`);
   if (silent.length) out.push(table(['oracle kind', 'mutants'], silent.map(([k, n]) => [`${ACCEPTANCE_KINDS.has(k) ? '*' : ' '}${k}`, n])));
