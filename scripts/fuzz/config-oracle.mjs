@@ -132,7 +132,9 @@ function checkBias(cfg, family, names, v) {
   const any = (re) => [...names].some((n) => re.test(n));
   const attn = (p) => any(new RegExp(`\\.self_attn\\.${p}_proj\\.bias$`));
   const mlp = any(/\.mlp\.(gate|up|down)_proj\.bias$/);
-  for (const k of ['attention_bias', 'mlp_bias'])
+  // Only the fields the family's config class reads (Llama: both; Qwen3: attention_bias; Qwen2, Mistral: neither).
+  const reads = { llama: ['attention_bias', 'mlp_bias'], qwen3: ['attention_bias'] }[family] ?? [];
+  for (const k of reads)
     if (has(cfg, k) && typeof cfg[k] !== 'boolean') v('config-bias', `${k} = ${show(cfg[k])} is not a boolean`);
   const attnBias = family === 'qwen2' ? { q: true, k: true, v: true, o: false }
     : family === 'mistral' ? { q: false, k: false, v: false, o: false }

@@ -68,6 +68,13 @@ describe('fuzz oracle', () => {
     expect(kinds(judged('qwen2-f16', (m) => (m.json('config.json').hidden_act = act)))).toEqual(['config-activation']);
   });
 
+  it('checks attention_bias / mlp_bias only where the config class reads them', () => {
+    expect(kinds(judged('default', (m) => (m.json('config.json').attention_bias = 1)))).toEqual(['config-bias']);
+    expect(judged('default', (m) => (m.json('config.json').mlp_bias = 1))).toEqual([]); // Qwen3 has no mlp_bias
+    expect(judged('qwen2-f16', (m) => (m.json('config.json').attention_bias = 'x'))).toEqual([]); // nor Qwen2 either
+    expect(kinds(judged('llama-bf16', (m) => (m.json('config.json').mlp_bias = true)))).toEqual(['config-bias']);
+  });
+
   it('accepts silu, swish and a missing hidden_act (transformers defaults to silu)', () => {
     expect(judged('qwen2-f16', (m) => (m.json('config.json').hidden_act = 'swish'))).toEqual([]);
     expect(judged('qwen2-f16', (m) => delete m.json('config.json').hidden_act)).toEqual([]);
