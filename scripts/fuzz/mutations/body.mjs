@@ -15,7 +15,7 @@ export const bodyMutations = [
     apply(m, rng) {
       const file = pickShard(m, rng);
       const bytes = m.bytes(file);
-      if (!bytes) return null;
+      if (!bytes || bytes.length < 8) return null; // an earlier mutation already cut it
       const headerEnd = 8 + Number(bytes.readBigUInt64LE(0));
       const to = rng.pick([bytes.length - 1, rng.int(headerEnd, bytes.length - 1), headerEnd, rng.int(8, headerEnd), 7, 0]);
       m.setBytes(file, bytes.subarray(0, Math.max(0, Math.min(to, bytes.length - 1))));
@@ -73,7 +73,7 @@ export const bodyMutations = [
       if (!bytes || bytes.length === 0) return null;
       const copy = Buffer.from(bytes);
       // Mostly in the length field and header, where a flip changes the file's structure.
-      const headerEnd = Math.min(copy.length, 8 + Number(copy.readBigUInt64LE(0)));
+      const headerEnd = copy.length < 8 ? copy.length : Math.min(copy.length, 8 + Number(copy.readBigUInt64LE(0)));
       const at = rng.chance(0.8) ? rng.int(0, headerEnd - 1) : rng.int(0, copy.length - 1);
       const bit = rng.int(0, 7);
       copy[at] ^= 1 << bit;
