@@ -41,7 +41,8 @@ const WEIGHTS = {
   'body/bitflip-data': 2,
 };
 
-const weightOf = (kind) => WEIGHTS[kind] ?? 1;
+/** Tokenizer files exist in two bases only (default, qwen3-tok): their mutations weigh more there. */
+const weightOf = (kind) => WEIGHTS[kind] ?? (kind.startsWith('tokenizer') ? 3 : 1);
 
 /**
  * Draws mutant `index`'s plan and applies it to `mutant` (whose base is already chosen by planBase).
