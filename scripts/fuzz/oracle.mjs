@@ -66,7 +66,8 @@ export function judge(dir) {
     ['generation_config.json', 'generation-config', checkGenerationConfig, false],
   ]) {
     guard(name, () => {
-      if (!isFile(name)) return;
+      // tokenizer_config.json belongs to tokenizer.json: without a tokenizer nothing reads it.
+      if (!isFile(name) || (name === 'tokenizer_config.json' && !isFile('tokenizer.json'))) return;
       const value = json(name, kind, big);
       if (value !== undefined) out.push(...check(value));
     });
