@@ -16,7 +16,11 @@
         "cuda/src",
         "third_party/nlohmann/include"
       ],
-      "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED"],
+      # NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS: a callback that runs while its environment is ending (a worker's
+      # process.exit() or terminate()) cannot throw into JS; without it node-addon-api turns that into
+      # std::terminate (SIGABRT). With it the exception is dropped, as there is nobody left to catch it.
+      "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_DISABLE_DEPRECATED",
+                  "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS"],
       "cflags!": ["-fno-exceptions"],
       "cflags_cc!": ["-fno-exceptions", "-std=gnu++17", "-std=gnu++1y"],
       "cflags_cc": ["-std=c++20", "-fexceptions", "-O3", "-fno-math-errno", "-Wall", "-Wno-unused-parameter"],

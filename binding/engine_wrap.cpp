@@ -5,12 +5,12 @@
 #include <vector>
 
 #include "errors.h"
+#include "live_set.h"
 #include "workers/dispose_worker.h"
 
 namespace vtb {
 
 namespace {
-Napi::FunctionReference *constructor = nullptr;
 
 // Reads an optional number field; throws ERR_INVALID_OPTION on a present non-number.
 double num(Napi::Env env, Napi::Object o, const char *key, double fallback) {
@@ -27,25 +27,48 @@ void EngineWrap::init(Napi::Env env, Napi::Object exports) {
                                     InstanceMethod("abort", &EngineWrap::abort), InstanceMethod("stats", &EngineWrap::stats),
                                     InstanceMethod("memory", &EngineWrap::memory),
                                     InstanceMethod("dispose", &EngineWrap::dispose)});
-  constructor = new Napi::FunctionReference(Napi::Persistent(cls));
-  env.SetInstanceData(constructor);
+  LiveSet::of(env).engine_class = Napi::Persistent(cls);
 }
 
 Napi::Object EngineWrap::create(Napi::Env env, vt_engine *engine, TokenStream *stream) {
-  Napi::Object obj = constructor->New({});
+  LiveSet &live = LiveSet::of(env);
+  Napi::Object obj = live.engine_class.New({});
   EngineWrap *w = EngineWrap::Unwrap(obj);
+  w->env_ = env;
   w->engine_ = engine;
   w->stream_ = stream;
   vt_engine_set_step_callback(engine, &TokenStream::on_step, stream);
+  // After the stream's thread-safe function exists, so this hook runs before the one that closes it.
+  if (napi_add_env_cleanup_hook(env, &EngineWrap::on_env_cleanup, w) == napi_ok) w->hooked_ = true;
+  live.engines.insert(w);
   return obj;
 }
 
 EngineWrap::EngineWrap(const Napi::CallbackInfo &info) : Napi::ObjectWrap<EngineWrap>(info) {}
 
-EngineWrap::~EngineWrap() {
-  // Garbage-collected without dispose(): stop the engine here (joins the step thread; it only queues events).
+// Garbage-collected without dispose(): stop the engine here (joins the step thread; it only queues events).
+EngineWrap::~EngineWrap() { close(); }
+
+void EngineWrap::close() {
+  forget();
   if (engine_) vt_engine_free(engine_);
+  engine_ = nullptr;
   if (stream_) stream_->release();
+  stream_ = nullptr;
+}
+
+void EngineWrap::forget() {
+  if (!env_) return;  // never created through create(), or already forgotten
+  if (hooked_) napi_remove_env_cleanup_hook(env_, &EngineWrap::on_env_cleanup, this);
+  hooked_ = false;
+  LiveSet::of(Napi::Env(env_)).engines.erase(this);
+  env_ = nullptr;
+}
+
+void EngineWrap::on_env_cleanup(void *self) {
+  auto *w = static_cast<EngineWrap *>(self);
+  w->hooked_ = false;  // Node removed the hook before running it
+  w->close();
 }
 
 vt_engine *EngineWrap::live(Napi::Env env) {
@@ -194,6 +217,7 @@ Napi::Value EngineWrap::dispose(const Napi::CallbackInfo &info) {
     return deferred.Promise();
   }
   // Hand the engine and its stream to a worker: vt_engine_free joins the step thread, which may take a step's time.
+  forget();
   auto *worker = new DisposeWorker(env, engine_, stream_, deferred);
   engine_ = nullptr;
   stream_ = nullptr;

@@ -1,5 +1,7 @@
 #include "token_stream.h"
 
+#include <memory>
+
 namespace vtb {
 
 TokenStream *TokenStream::create(Napi::Env env, Napi::Function on_step) {
@@ -27,11 +29,10 @@ void TokenStream::on_step(const vt_step_event *events, int32_t n, void *user) {
   if (st != napi_ok) delete batch;  // the environment is going away; nobody is left to tell
 }
 
-void TokenStream::deliver(Napi::Env env, Napi::Function fn, TokenStream *self, Batch *batch) {
-  if (env == nullptr || fn.IsEmpty()) {
-    delete batch;
-    return;
-  }
+void TokenStream::deliver(Napi::Env env, Napi::Function fn, TokenStream *self, Batch *owned) {
+  // Owned here whatever happens: any napi call below throws once the environment is ending.
+  std::unique_ptr<Batch> batch(owned);
+  if (env == nullptr || fn.IsEmpty()) return;
   const size_t n = batch->events.size();
   Napi::Array arr = Napi::Array::New(env, n);
   int finished = 0;
@@ -66,7 +67,7 @@ void TokenStream::deliver(Napi::Env env, Napi::Function fn, TokenStream *self, B
     }
     arr.Set(uint32_t(i), o);
   }
-  delete batch;
+  batch.reset();
   if (finished) self->requests_finished(env, finished);
   fn.Call({arr});
 }

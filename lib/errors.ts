@@ -60,7 +60,10 @@ export class MissingFileError extends EngineError {
   }
 }
 
-/** The checkpoint is malformed: bad `config.json`, a bad safetensors header, an inconsistent index. Code `ERR_BAD_CHECKPOINT`. */
+/**
+ * The checkpoint is malformed or contradicts itself: bad `config.json`, a safetensors header the safetensors library
+ * would refuse, an inconsistent index, a tensor the model does not use. Code `ERR_BAD_CHECKPOINT`.
+ */
 export class BadCheckpointError extends EngineError {
   declare readonly code: 'ERR_BAD_CHECKPOINT';
   /**
@@ -84,7 +87,11 @@ export class TruncatedCheckpointError extends EngineError {
   }
 }
 
-/** `config.json` names a model architecture this release does not implement. Code `ERR_UNSUPPORTED_ARCH`. */
+/**
+ * `config.json` names a model architecture, or a variant of one (an activation, a RoPE type, sliding-window
+ * attention, softcapping, ...), this release does not implement; the message names the field. Code
+ * `ERR_UNSUPPORTED_ARCH`.
+ */
 export class UnsupportedArchitectureError extends EngineError {
   declare readonly code: 'ERR_UNSUPPORTED_ARCH';
   /**
@@ -96,7 +103,7 @@ export class UnsupportedArchitectureError extends EngineError {
   }
 }
 
-/** A tensor uses a dtype this release cannot compute with. Code `ERR_UNSUPPORTED_DTYPE`. */
+/** A tensor uses a dtype this release cannot compute with, or the checkpoint is quantized. Code `ERR_UNSUPPORTED_DTYPE`. */
 export class UnsupportedDtypeError extends EngineError {
   declare readonly code: 'ERR_UNSUPPORTED_DTYPE';
   /**

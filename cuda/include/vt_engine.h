@@ -22,9 +22,10 @@ extern "C" {
 typedef enum vt_status {
   VT_OK = 0,
   VT_ERR_MODEL_NOT_FOUND = 1,     /* the checkpoint folder does not exist */
-  VT_ERR_BAD_CHECKPOINT = 2,      /* malformed config.json or safetensors header, inconsistent index */
-  VT_ERR_UNSUPPORTED_ARCH = 3,    /* config.json names an architecture we do not implement */
-  VT_ERR_UNSUPPORTED_DTYPE = 4,   /* a tensor dtype we cannot use */
+  VT_ERR_BAD_CHECKPOINT = 2,      /* malformed or contradictory config.json, safetensors header or index; unused tensors */
+  VT_ERR_UNSUPPORTED_ARCH = 3,    /* config.json names an architecture, or a variant of one (activation, RoPE type,
+                                     sliding window, ...), we do not implement */
+  VT_ERR_UNSUPPORTED_DTYPE = 4,   /* a tensor dtype we cannot use; a quantized checkpoint */
   VT_ERR_SHAPE_MISMATCH = 5,      /* a tensor's shape differs from what config.json implies */
   VT_ERR_INVALID_OPTION = 6,      /* a params field is out of range */
   VT_ERR_CONTEXT_OVERFLOW = 7,    /* prompt (+ max_tokens) does not fit max_context */

@@ -1,21 +1,32 @@
 /**
  * What `vtengine inspect` reports about a checkpoint folder, read from `config.json` and the safetensors HEADERS
  * only: the first 8 bytes and the header JSON of each file, never the weights, so it is instant on any size.
- * The checks and their error codes follow the native loader (cuda/src/loader/safetensors.cpp), so `inspect`
- * rejects what `Engine.load` would reject for the same reason.
+ * The checks and their error codes follow the native loader's (cuda/src/loader/safetensors_header.h) for the
+ * safetensors format's own rules (lengths, entries, byte lengths, offsets tiling the data, known dtypes), so
+ * `inspect` rejects a malformed file as `Engine.load` would. The loader's stricter rules (no name twice, no
+ * misaligned tensor) and its config.json checks show in the memory estimate's line instead, which the engine
+ * computes.
  * @internal
  * @module
  */
 import { open, readFile, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { BadCheckpointError, type EngineError, MissingFileError, ModelNotFoundError, TruncatedCheckpointError } from '../errors.js';
+import {
+  BadCheckpointError,
+  type EngineError,
+  MissingFileError,
+  ModelNotFoundError,
+  TruncatedCheckpointError,
+  UnsupportedDtypeError,
+} from '../errors.js';
 
-/** Bytes per element of the safetensors dtypes. */
-const DTYPE_BYTES: Readonly<Record<string, number>> = {
-  BOOL: 1, U8: 1, I8: 1, F8_E4M3: 1, F8_E5M2: 1, F8_E8M0: 1,
-  U16: 2, I16: 2, F16: 2, BF16: 2,
-  U32: 4, I32: 4, F32: 4,
-  U64: 8, I64: 8, F64: 8,
+/** Bits per element of every safetensors dtype (as the native loader's table). */
+const DTYPE_BITS: Readonly<Record<string, number>> = {
+  F4: 4, F6_E2M3: 6, F6_E3M2: 6,
+  BOOL: 8, U8: 8, I8: 8, F8_E4M3: 8, F8_E5M2: 8, F8_E8M0: 8,
+  U16: 16, I16: 16, F16: 16, BF16: 16,
+  U32: 32, I32: 32, F32: 32,
+  U64: 64, I64: 64, F64: 64, C64: 64,
 };
 
 /** The safetensors format caps its header at 100 MB; a larger length means a corrupt or foreign file. */
@@ -128,6 +139,8 @@ interface TensorHeader {
   dtype: string;
   numel: number;
   bytes: number;
+  begin: number;
+  end: number;
 }
 
 /** The first 8 bytes and the header of one safetensors file, checked as the native loader checks them. */
@@ -162,6 +175,7 @@ async function readHeader(file: string): Promise<{ size: number; tensors: Tensor
     const tensors = Object.entries(header)
       .filter(([name]) => name !== '__metadata__')
       .map(([name, entry]) => tensorOf(where, name, entry, dataSize));
+    checkTiling(where, tensors, dataSize);
     return { size, tensors };
   } finally {
     await handle.close();
@@ -184,13 +198,36 @@ function tensorOf(where: string, name: string, entry: unknown, dataSize: number)
       `${where}: tensor ${name} needs bytes up to ${end} of ${dataSize} bytes of data (truncated download?)`,
     );
   }
+  const bits = DTYPE_BITS[dtype];
+  if (bits === undefined) {
+    throw new UnsupportedDtypeError(`${where}: tensor "${name}" has dtype "${dtype}", which the safetensors format does not define`);
+  }
   const numel = (shape as number[]).reduce((a, b) => a * b, 1);
   const bytes = end - begin;
-  const per = DTYPE_BYTES[dtype];
-  if (per !== undefined && numel * per !== bytes) {
-    throw new BadCheckpointError(`${where}: tensor ${name} has ${bytes} bytes but its shape and dtype need ${numel * per}`);
+  if (numel * bits !== bytes * 8) {
+    throw new BadCheckpointError(`${where}: tensor ${name} has ${bytes} bytes but its shape and dtype need ${(numel * bits) / 8}`);
   }
-  return { name, dtype, numel, bytes };
+  return { name, dtype, numel, bytes, begin, end };
+}
+
+/** The format's tiling rule: in offset order, each tensor begins where the one before ends, the last at the end. */
+function checkTiling(where: string, tensors: TensorHeader[], dataSize: number): void {
+  const sorted = [...tensors].sort((a, b) => a.begin - b.begin || a.end - b.end);
+  let at = 0;
+  let prev = '';
+  for (const t of sorted) {
+    if (t.begin < at) {
+      throw new BadCheckpointError(`${where}: tensor "${t.name}" (data_offsets [${t.begin}, ${t.end}]) overlaps "${prev}", which ends at ${at}; offsets must tile the data exactly`);
+    }
+    if (t.begin > at) {
+      throw new BadCheckpointError(`${where}: ${t.begin - at} bytes before tensor "${t.name}" (data_offsets [${t.begin}, ${t.end}]) belong to no tensor; offsets must tile the data exactly`);
+    }
+    at = t.end;
+    prev = t.name;
+  }
+  if (at !== dataSize) {
+    throw new BadCheckpointError(`${where}: the tensors end at data offset ${at} but the file has ${dataSize} bytes of data; the last ${dataSize - at} belong to no tensor`);
+  }
 }
 
 /** The safetensors files of a checkpoint without an index: model.safetensors, else every one there is. */

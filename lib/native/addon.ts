@@ -170,6 +170,11 @@ export interface NativeAddon {
   ): Promise<NativeEngine>;
   /** Sizes an engine for (dir, params) without loading it; rejects like loadEngine on a bad checkpoint. */
   estimate(dir: string, params: NativeLoadParams): Promise<NativeEstimate>;
+  /**
+   * Stops every engine of this thread now (ending its live requests, joining its step thread) and asks every load
+   * in flight to stop. Synchronous; for process.on('exit') (binding/live_set.h says why).
+   */
+  shutdownAll(): void;
 }
 
 let cached: NativeAddon | undefined;
@@ -179,7 +184,11 @@ export function nativeAddon(): NativeAddon {
   if (!cached) {
     const require = createRequire(import.meta.url);
     const nodeGypBuild = require('node-gyp-build') as (dir: string) => NativeAddon;
-    cached = nodeGypBuild(packageRoot());
+    const addon = nodeGypBuild(packageRoot());
+    // A script may end (or call process.exit(), or throw) with engines loaded and no dispose(): their step threads
+    // must stop before Node tears down what they post to. 'exit' is per thread, so a worker thread gets its own.
+    process.on('exit', () => addon.shutdownAll());
+    cached = addon;
   }
   return cached;
 }

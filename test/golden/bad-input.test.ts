@@ -1,6 +1,6 @@
 // Bad input never crashes the process: each case is an EngineError with its own stable code, and the same
 // process then loads and runs a good checkpoint.
-import { readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
@@ -24,6 +24,36 @@ function editJson(path: string, edit: (j: Record<string, unknown>) => void): voi
   const j = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
   edit(j);
   writeFileSync(path, JSON.stringify(j));
+}
+
+// A safetensors file's header text and the data after it.
+function readHeader(file: string): { text: string; data: Buffer } {
+  const bytes = readFileSync(file);
+  const n = Number(bytes.readBigUInt64LE(0));
+  return { text: bytes.subarray(8, 8 + n).toString('utf8'), data: bytes.subarray(8 + n) };
+}
+
+// Writes `text` as the header in front of `data`, padded with spaces to a multiple of 8 as writers do (unless
+// `pad` is false), with the length prefix to match.
+function writeHeader(file: string, text: string, data: Buffer, pad = true): void {
+  if (pad) text += ' '.repeat((8 - (Buffer.byteLength(text) % 8)) % 8);
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(Buffer.byteLength(text)));
+  writeFileSync(file, Buffer.concat([len, Buffer.from(text), data]));
+}
+
+type Entry = { dtype: string; shape: number[]; data_offsets: [number, number] };
+
+// A copy of the checkpoint whose header went through `edit` (given the entries by name and in offset order).
+function editHeader(src: string, edit: (h: Record<string, Entry>, byOffset: Array<[string, Entry]>) => Buffer | void): string {
+  const dir = copyCheckpoint(src);
+  const file = join(dir, 'model.safetensors');
+  const { text, data } = readHeader(file);
+  const h = JSON.parse(text) as Record<string, Entry>;
+  const byOffset = Object.entries(h).sort((a, b) => a[1].data_offsets[0] - b[1].data_offsets[0]);
+  const extra = edit(h, byOffset);
+  writeHeader(file, JSON.stringify(h), extra ? Buffer.concat([data, extra]) : data);
+  return dir;
 }
 
 const base = randomCheckpoint('tiny-qwen3', 'bfloat16');
@@ -140,5 +170,124 @@ describe('bad input', () => {
   it('gives every case its own code', () => {
     expect(codes.size).toBe(9);
     expect(new Set(codes.values()).size).toBe(9);
+  });
+});
+
+// Strict checkpoints (issue 19): each malformed header or config.json field that used to load silently (or fail
+// untyped) is a typed error whose message names the tensor or the field.
+describe('strict checkpoints', () => {
+  async function expectRefused(dir: string, code: string, ...words: Array<string | RegExp>): Promise<void> {
+    const err = await loadError(dir);
+    expect(err.code, err.message).toBe(code);
+    for (const w of words) expect(err.message).toMatch(w);
+  }
+
+  it('data_offsets shifted by 2 bytes (overlapping their neighbour) → ERR_BAD_CHECKPOINT', async () => {
+    const dir = editHeader(base, (_h, byOffset) => {
+      const t = byOffset[1][1];
+      t.data_offsets = [t.data_offsets[0] - 2, t.data_offsets[1] - 2];
+    });
+    await expectRefused(dir, 'ERR_BAD_CHECKPOINT', /overlaps/, 'model.layers.0.input_layernorm.weight');
+  });
+
+  it('a gap between tensors → ERR_BAD_CHECKPOINT', async () => {
+    let name = '';
+    const dir = editHeader(base, (_h, byOffset) => {
+      const [n, t] = byOffset[byOffset.length - 1];
+      name = n;
+      t.data_offsets = [t.data_offsets[0] + 4, t.data_offsets[1] + 4];
+      return Buffer.alloc(4); // the file grows with it, so only the gap is wrong
+    });
+    await expectRefused(dir, 'ERR_BAD_CHECKPOINT', /4 bytes before tensor/, name, /belong to no tensor/);
+  });
+
+  it('a tensor named twice → ERR_BAD_CHECKPOINT', async () => {
+    const dir = copyCheckpoint(base);
+    const file = join(dir, 'model.safetensors');
+    const { text, data } = readHeader(file);
+    const entry = text.match(/"model\.norm\.weight":\{[^}]*\}/)![0];
+    writeHeader(file, text.trimEnd().replace(/\}$/, `,${entry}}`), data);
+    await expectRefused(dir, 'ERR_BAD_CHECKPOINT', /"model\.norm\.weight" appears twice/);
+  });
+
+  it('a dtype the safetensors format does not define → ERR_UNSUPPORTED_DTYPE', async () => {
+    const dir = editHeader(base, (h) => {
+      h['model.norm.weight'].dtype = 'Q4_K';
+    });
+    await expectRefused(dir, 'ERR_UNSUPPORTED_DTYPE', 'Q4_K', 'model.norm.weight');
+  });
+
+  it('byte length different from shape x dtype size → ERR_BAD_CHECKPOINT', async () => {
+    const dir = editHeader(base, (h) => {
+      h['model.norm.weight'].shape = [63];
+    });
+    await expectRefused(dir, 'ERR_BAD_CHECKPOINT', 'model.norm.weight', /has 128 bytes .* need 126/);
+  });
+
+  it('tensors misaligned by an odd header length → ERR_BAD_CHECKPOINT', async () => {
+    const dir = copyCheckpoint(base);
+    const file = join(dir, 'model.safetensors');
+    const { text, data } = readHeader(file);
+    writeHeader(file, text + ' ', data, false); // valid by the format (offsets are relative), but every BF16 is odd
+    await expectRefused(dir, 'ERR_BAD_CHECKPOINT', 'model.embed_tokens.weight', /not a multiple of its 2-byte/);
+  });
+
+  it('hidden_act gelu on a SiLU model → ERR_UNSUPPORTED_ARCH', async () => {
+    const dir = copyCheckpoint(base);
+    editJson(join(dir, 'config.json'), (j) => (j.hidden_act = 'gelu'));
+    await expectRefused(dir, 'ERR_UNSUPPORTED_ARCH', 'hidden_act', 'gelu');
+  });
+
+  it('rope_scaling of a type the engine does not implement → ERR_UNSUPPORTED_ARCH', async () => {
+    const dir = copyCheckpoint(base);
+    editJson(join(dir, 'config.json'), (j) => (j.rope_scaling = { rope_type: 'dynamic', factor: 2 }));
+    await expectRefused(dir, 'ERR_UNSUPPORTED_ARCH', 'rope_scaling.rope_type', 'dynamic');
+  });
+
+  it('rope_scaling a string → ERR_BAD_CHECKPOINT', async () => {
+    const dir = copyCheckpoint(base);
+    editJson(join(dir, 'config.json'), (j) => (j.rope_scaling = 'yarn'));
+    await expectRefused(dir, 'ERR_BAD_CHECKPOINT', 'rope_scaling', /object or null/);
+  });
+
+  it('quantization_config present → ERR_UNSUPPORTED_DTYPE', async () => {
+    const dir = copyCheckpoint(base);
+    editJson(join(dir, 'config.json'), (j) => (j.quantization_config = { quant_method: 'gptq', bits: 4 }));
+    await expectRefused(dir, 'ERR_UNSUPPORTED_DTYPE', 'quantization_config', 'gptq');
+  });
+
+  it('a Qwen3 checkpoint declared as Llama, leaving q_norm/k_norm unused → ERR_BAD_CHECKPOINT', async () => {
+    const dir = copyCheckpoint(base);
+    editJson(join(dir, 'config.json'), (j) => {
+      j.architectures = ['LlamaForCausalLM'];
+      j.model_type = 'llama';
+    });
+    await expectRefused(dir, 'ERR_BAD_CHECKPOINT', /model\.layers\.0\.self_attn\.[qk]_norm\.weight/, /does not use it/);
+  });
+
+  it('model_type disagreeing with architectures → ERR_BAD_CHECKPOINT', async () => {
+    const dir = copyCheckpoint(base);
+    editJson(join(dir, 'config.json'), (j) => (j.architectures = ['LlamaForCausalLM']));
+    await expectRefused(dir, 'ERR_BAD_CHECKPOINT', 'model_type', 'qwen3', 'LlamaForCausalLM');
+  });
+
+  it('a size that is not an integer → ERR_BAD_CHECKPOINT', async () => {
+    const dir = copyCheckpoint(base);
+    editJson(join(dir, 'config.json'), (j) => (j.hidden_size = 64.5));
+    await expectRefused(dir, 'ERR_BAD_CHECKPOINT', 'hidden_size', '64.5');
+  });
+
+  it('config.json or generation_config.json a directory → ERR_BAD_CHECKPOINT naming it', async () => {
+    for (const name of ['config.json', 'generation_config.json']) {
+      const dir = copyCheckpoint(base);
+      rmSync(join(dir, name));
+      mkdirSync(join(dir, name));
+      await expectRefused(dir, 'ERR_BAD_CHECKPOINT', name, /is a directory/);
+    }
+  });
+
+  it('the unmodified checkpoint still loads', async () => {
+    const engine = await Engine.load(copyCheckpoint(base), { device: 'cpu', threads: 1 });
+    await engine.dispose();
   });
 });

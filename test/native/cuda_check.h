@@ -154,6 +154,31 @@ inline bool close(const std::vector<float> &got, const std::vector<float> &ref, 
 
 inline double tol_for(Act act) { return act == Act::F32 ? 1e-5 : 1e-2; }
 
+// close()'s scale_floor for a K-term fp32 dot product: its accumulation error walks randomly over the terms, about
+// sqrt(K) * 2^-24 * (the l2 norm of the terms) on each side (the kernel's sum and a float reference's), however far
+// the result cancels below its terms. A lone output (N 1) has no rms to stand for its terms, and a sum of 64 random
+// terms that cancels to 1/1000 of them missed a relative bound by 10x on the H200 (gemv_swiglu_norm[f32] M 1 K 64
+// I 1, 1 run in 3). terms_rms: the rms over the outputs of that l2 norm (times the sensitivity of what the op
+// computes from the sums, where it is not the sums themselves).
+inline double accumulation_floor(double terms_rms, int64_t K, double tol) {
+  return 2 * std::sqrt(double(K)) * 0x1p-24 * terms_rms / tol;
+}
+
+// The rms over M x N outputs of the l2 norm of each dot product's terms x[m][k] * w[n][k] (w bf16, row n of N).
+inline double dot_terms_rms(const float *x, int64_t M, int64_t K, const std::vector<uint16_t> &w, int64_t N) {
+  double total = 0;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double ss = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        const double t = double(x[m * K + k]) * bf16_to_f32(w[size_t(n * K + k)]);
+        ss += t * t;
+      }
+      total += ss;
+    }
+  return M * N ? std::sqrt(total / double(M * N)) : 0;
+}
+
 struct Env {
   cuda::Context &ctx;
   cuda::Stream &stream;

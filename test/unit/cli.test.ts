@@ -226,6 +226,37 @@ describe('vtengine inspect', () => {
         },
       ],
       ['config.json that is not JSON', 'ERR_BAD_CHECKPOINT', (dir) => (writeFileSync(join(dir, 'config.json'), '{ oops'), dir)],
+      [
+        'a shard whose tensors overlap by 2 bytes',
+        'ERR_BAD_CHECKPOINT',
+        (dir) => {
+          const f = join(dir, 'model-00002-of-00003.safetensors');
+          const bytes = readFileSync(f);
+          const n = Number(bytes.readBigUInt64LE(0));
+          const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8')) as Record<string, { data_offsets: number[] }>;
+          const byOffset = Object.entries(header)
+            .filter(([name]) => name !== '__metadata__')
+            .map(([, t]) => t)
+            .sort((a, b) => a.data_offsets[0] - b.data_offsets[0]);
+          byOffset[1].data_offsets = byOffset[1].data_offsets.map((o) => o - 2);
+          const text = JSON.stringify(header).padEnd(n, ' '); // same length: the data stays where it was
+          expect(Buffer.byteLength(text)).toBe(n);
+          writeFileSync(f, Buffer.concat([bytes.subarray(0, 8), Buffer.from(text), bytes.subarray(8 + n)]));
+          return dir;
+        },
+      ],
+      [
+        'a shard with a dtype the format does not define',
+        'ERR_UNSUPPORTED_DTYPE',
+        (dir) => {
+          const f = join(dir, 'model-00003-of-00003.safetensors');
+          const bytes = readFileSync(f);
+          const n = Number(bytes.readBigUInt64LE(0));
+          const text = bytes.subarray(8, 8 + n).toString('utf8').replace('"dtype":"BF16"', '"dtype":"Q4KM"');
+          writeFileSync(f, Buffer.concat([bytes.subarray(0, 8), Buffer.from(text), bytes.subarray(8 + n)]));
+          return dir;
+        },
+      ],
     ];
     it.each(cases)('%s → %s', async (_what, code, damage) => {
       const dir = damage(copyCheckpoint(SHARDED));

@@ -1,10 +1,13 @@
 #include "loader/config.h"
 
+#include <cfloat>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "loader/config_arithmetic.h"
+#include "loader/json_fields.h"
+#include "loader/json_file.h"
 #include "status.h"
 
 namespace vt {
@@ -14,126 +17,133 @@ using nlohmann::json;
 
 namespace {
 
-json read_json(const fs::path &path, bool required) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (required) fail(VT_ERR_MISSING_FILE, "missing " + path.filename().string() + " in " + path.parent_path().string() +
-                                                " (a Hugging Face checkpoint folder needs config.json)");
-    return json::object();
+const std::string kConfig = "config.json";
+
+// A size: a positive integer (not 64.0, not "64"), at most 2^30 so every product of two fits in int64.
+int32_t positive(const json &cfg, const char *key, std::optional<int32_t> fallback = std::nullopt) {
+  const auto v = json_integer(cfg, key, kConfig);
+  if (!v) {
+    if (fallback) return *fallback;
+    fail(VT_ERR_BAD_CHECKPOINT, kConfig + ": `" + key + "` is missing (a positive integer)");
   }
-  try {
-    json j = json::parse(in);
-    if (!j.is_object()) fail(VT_ERR_BAD_CHECKPOINT, path.string() + " is not a JSON object");
-    return j;
-  } catch (const json::exception &e) {
-    fail(VT_ERR_BAD_CHECKPOINT, path.string() + " is not valid JSON: " + e.what());
-  }
+  if (*v <= 0 || *v > (int64_t(1) << 30))
+    fail(VT_ERR_BAD_CHECKPOINT, kConfig + ": `" + key + "` must be a positive integer (at most 2^30), not " + std::to_string(*v));
+  return int32_t(*v);
 }
 
-template <typename T>
-T get_or(const json &j, const char *key, T fallback) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const json::exception &) {
-    fail(VT_ERR_BAD_CHECKPOINT, std::string("config.json: `") + key + "` has the wrong type");
-  }
-}
-
-int32_t require_positive(const json &j, const char *key) {
-  int64_t v = get_or<int64_t>(j, key, 0);
-  if (v <= 0 || v > (1 << 30)) fail(VT_ERR_BAD_CHECKPOINT, std::string("config.json: `") + key + "` must be a positive integer");
-  return int32_t(v);
-}
-
-std::vector<int32_t> id_list(const json &v) {
+// eos_token_id / bos_token_id: one token id or a list of them, each an integer in [0, 2^31).
+std::vector<int32_t> token_ids(const json &obj, const char *key, const std::string &where) {
   std::vector<int32_t> out;
-  if (v.is_number_integer()) out.push_back(v.get<int32_t>());
-  if (v.is_array())
-    for (auto &x : v)
-      if (x.is_number_integer()) out.push_back(x.get<int32_t>());
+  const json *v = json_field(obj, key);
+  if (!v) return out;
+  auto one = [&](const json &x) {
+    const bool ok = x.is_number_unsigned() ? x.get<uint64_t>() <= uint64_t(INT32_MAX)
+                                           : x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() <= INT32_MAX;
+    if (!ok) fail(VT_ERR_BAD_CHECKPOINT, where + ": `" + key + "` must be a token id or a list of them; it holds " + describe_json(x));
+    out.push_back(int32_t(x.get<int64_t>()));
+  };
+  if (v->is_array())
+    for (const json &x : *v) one(x);
+  else
+    one(*v);
   return out;
 }
 
+int32_t single_token_id(const json &obj, const char *key, const std::string &where, int32_t fallback) {
+  const auto ids = token_ids(obj, key, where);
+  if (ids.size() > 1) fail(VT_ERR_BAD_CHECKPOINT, where + ": `" + key + "` must be one token id, not a list of " + std::to_string(ids.size()));
+  return ids.empty() ? fallback : ids[0];
+}
+
+// transformers 5 keeps the rotary settings under rope_parameters; the Hub's classic form is rope_theta +
+// rope_scaling. Read here; whether the engine computes what they ask is config_arithmetic.cpp's to judge.
 void read_rope(const json &cfg, RopeConfig &r) {
-  // transformers 5 keeps everything under rope_parameters; the Hub's classic form is rope_theta + rope_scaling.
-  json params = cfg.contains("rope_parameters") && cfg["rope_parameters"].is_object() ? cfg["rope_parameters"] : json();
-  json scaling = cfg.contains("rope_scaling") && cfg["rope_scaling"].is_object() ? cfg["rope_scaling"] : json();
-  const json &s = params.is_object() ? params : scaling;
-  r.theta = get_or<double>(cfg, "rope_theta", 10000.0);
-  if (s.is_object()) {
-    r.theta = get_or<double>(s, "rope_theta", r.theta);
-    r.type = get_or<std::string>(s, "rope_type", get_or<std::string>(s, "type", "default"));
-    r.factor = get_or<double>(s, "factor", 0.0);  // 0 = absent (yarn then derives it)
-    r.low_freq_factor = get_or<double>(s, "low_freq_factor", 1.0);
-    r.high_freq_factor = get_or<double>(s, "high_freq_factor", 4.0);
-    r.original_max_position_embeddings = get_or<int64_t>(s, "original_max_position_embeddings", 0);
-    r.beta_fast = get_or<double>(s, "beta_fast", 0.0);
-    r.beta_slow = get_or<double>(s, "beta_slow", 0.0);
-    if (r.beta_fast == 0) r.beta_fast = 32.0;  // transformers treats 0 / null as unset
-    if (r.beta_slow == 0) r.beta_slow = 1.0;
-    r.mscale = get_or<double>(s, "mscale", 0.0);
-    r.mscale_all_dim = get_or<double>(s, "mscale_all_dim", 0.0);
-    r.attention_factor = get_or<double>(s, "attention_factor", 0.0);
-    r.truncate = get_or<bool>(s, "truncate", true);
-  }
-  if (r.type != "default" && r.type != "linear" && r.type != "llama3" && r.type != "yarn")
-    fail(VT_ERR_UNSUPPORTED_ARCH, "rope scaling type `" + r.type + "` is not supported (supported: linear, llama3, yarn)");
-  if (r.type == "linear" || r.type == "llama3") {
-    if (!(r.factor > 0)) fail(VT_ERR_BAD_CHECKPOINT, "config.json: rope scaling `" + r.type + "` needs a positive factor");
-  }
-  if (r.theta <= 0 || r.factor < 0) fail(VT_ERR_BAD_CHECKPOINT, "config.json: rope theta and factor must be positive");
+  const json *params = json_field(cfg, "rope_parameters");
+  const json *scaling = json_field(cfg, "rope_scaling");
+  const json *s = params && params->is_object() ? params : scaling && scaling->is_object() ? scaling : nullptr;
+  r.theta = json_number(cfg, "rope_theta", kConfig).value_or(10000.0);
+  if (!s) return;
+  const std::string where = kConfig + ": " + (s == params ? "rope_parameters" : "rope_scaling");
+  r.theta = json_number(*s, "rope_theta", where).value_or(r.theta);
+  auto type = json_string(*s, "rope_type", where);
+  r.type = type ? *type : json_string(*s, "type", where).value_or("default");
+  r.factor = json_number(*s, "factor", where).value_or(0.0);  // 0 = absent (yarn then derives it)
+  r.low_freq_factor = json_number(*s, "low_freq_factor", where).value_or(1.0);
+  r.high_freq_factor = json_number(*s, "high_freq_factor", where).value_or(4.0);
+  r.original_max_position_embeddings = json_integer(*s, "original_max_position_embeddings", where).value_or(0);
+  r.beta_fast = json_number(*s, "beta_fast", where).value_or(0.0);
+  r.beta_slow = json_number(*s, "beta_slow", where).value_or(0.0);
+  if (r.beta_fast == 0) r.beta_fast = 32.0;  // transformers treats 0 / null as unset
+  if (r.beta_slow == 0) r.beta_slow = 1.0;
+  r.mscale = json_number(*s, "mscale", where).value_or(0.0);
+  r.mscale_all_dim = json_number(*s, "mscale_all_dim", where).value_or(0.0);
+  r.attention_factor = json_number(*s, "attention_factor", where).value_or(0.0);
+  r.truncate = json_bool(*s, "truncate", where).value_or(true);
 }
 
 }  // namespace
 
-ModelConfig load_model_config(const std::string &dir) {
-  const fs::path root(dir);
-  json cfg = read_json(root / "config.json", true);
+ModelConfig parse_model_config(std::string_view config_json, std::optional<std::string_view> generation_json) {
+  const json cfg = parse_json_object(config_json, kConfig);
   ModelConfig c;
-  std::string arch;
-  if (cfg.contains("architectures") && cfg["architectures"].is_array() && !cfg["architectures"].empty() &&
-      cfg["architectures"][0].is_string())
-    arch = cfg["architectures"][0].get<std::string>();
-  if (arch.empty()) fail(VT_ERR_BAD_CHECKPOINT, "config.json has no `architectures` entry");
-  c.architecture = arch;
+  if (const json *a = json_field(cfg, "architectures"); a && a->is_array() && !a->empty() && (*a)[0].is_string())
+    c.architecture = (*a)[0].get<std::string>();
+  if (c.architecture.empty()) fail(VT_ERR_BAD_CHECKPOINT, "config.json has no `architectures` entry");
+  const std::string &arch = c.architecture;
   if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM") c.family = Family::Llama;
   else if (arch == "Qwen2ForCausalLM") c.family = Family::Qwen2;
   else if (arch == "Qwen3ForCausalLM") c.family = Family::Qwen3;
   else
     fail(VT_ERR_UNSUPPORTED_ARCH, "architecture `" + arch +
-                                      "` is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
+                                      "` is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
+                                      "Qwen3ForCausalLM)");
+  c.model_type = json_string(cfg, "model_type", kConfig).value_or("");
 
-  c.vocab_size = require_positive(cfg, "vocab_size");
-  c.hidden_size = require_positive(cfg, "hidden_size");
-  c.intermediate_size = require_positive(cfg, "intermediate_size");
-  c.n_layers = require_positive(cfg, "num_hidden_layers");
-  c.n_heads = require_positive(cfg, "num_attention_heads");
-  c.n_kv_heads = cfg.contains("num_key_value_heads") && !cfg["num_key_value_heads"].is_null()
-                     ? require_positive(cfg, "num_key_value_heads")
-                     : c.n_heads;
-  c.head_dim = cfg.contains("head_dim") && !cfg["head_dim"].is_null() ? require_positive(cfg, "head_dim")
-                                                                      : c.hidden_size / c.n_heads;
-  if (c.n_heads % c.n_kv_heads != 0)
-    fail(VT_ERR_BAD_CHECKPOINT, "config.json: num_attention_heads must be a multiple of num_key_value_heads");
-  if (c.head_dim % 2 != 0) fail(VT_ERR_BAD_CHECKPOINT, "config.json: head_dim must be even for rotary embeddings");
-  c.max_position_embeddings = require_positive(cfg, "max_position_embeddings");
-  c.rms_norm_eps = float(get_or<double>(cfg, "rms_norm_eps", 1e-6));
-  c.tie_word_embeddings = get_or<bool>(cfg, "tie_word_embeddings", false);
+  c.vocab_size = positive(cfg, "vocab_size");
+  c.hidden_size = positive(cfg, "hidden_size");
+  c.intermediate_size = positive(cfg, "intermediate_size");
+  c.n_layers = positive(cfg, "num_hidden_layers");
+  c.n_heads = positive(cfg, "num_attention_heads");
+  c.n_kv_heads = positive(cfg, "num_key_value_heads", c.n_heads);
+  c.head_dim = positive(cfg, "head_dim", c.hidden_size / c.n_heads);  // config_arithmetic checks the division
+  c.max_position_embeddings = positive(cfg, "max_position_embeddings");
+  c.rms_norm_eps = float(json_number(cfg, "rms_norm_eps", kConfig).value_or(1e-6));  // range: config_arithmetic
+  c.tie_word_embeddings = json_bool(cfg, "tie_word_embeddings", kConfig).value_or(false);
   c.qk_norm = c.family == Family::Qwen3;
-  c.torch_dtype = get_or<std::string>(cfg, "torch_dtype", get_or<std::string>(cfg, "dtype", ""));
-  read_rope(cfg, c.rope);
-
-  c.bos_token_id = cfg.contains("bos_token_id") && cfg["bos_token_id"].is_number_integer() ? cfg["bos_token_id"].get<int32_t>() : -1;
-  if (cfg.contains("eos_token_id")) c.eos_token_ids = id_list(cfg["eos_token_id"]);
-  json gen = read_json(root / "generation_config.json", false);
-  if (gen.contains("eos_token_id")) {
-    auto ids = id_list(gen["eos_token_id"]);
-    if (!ids.empty()) c.eos_token_ids = ids;  // generation_config.json wins, as in transformers
+  // Biases as each family's modeling file builds them (transformers 5); the fields other families carry are
+  // not read by transformers for this one, so not here either.
+  if (arch == "LlamaForCausalLM") {
+    c.qkv_bias = c.o_bias = json_bool(cfg, "attention_bias", kConfig).value_or(false);
+    c.mlp_bias = json_bool(cfg, "mlp_bias", kConfig).value_or(false);
+  } else if (c.family == Family::Qwen2) {
+    c.qkv_bias = true;
+  } else if (c.family == Family::Qwen3) {
+    c.qkv_bias = c.o_bias = json_bool(cfg, "attention_bias", kConfig).value_or(false);
   }
-  if (gen.contains("bos_token_id") && gen["bos_token_id"].is_number_integer()) c.bos_token_id = gen["bos_token_id"].get<int32_t>();
+  auto dtype = json_string(cfg, "torch_dtype", kConfig);
+  c.torch_dtype = dtype ? *dtype : json_string(cfg, "dtype", kConfig).value_or("");
+  read_rope(cfg, c.rope);
+  check_config_arithmetic(cfg, c);
+
+  c.bos_token_id = single_token_id(cfg, "bos_token_id", kConfig, -1);
+  c.eos_token_ids = token_ids(cfg, "eos_token_id", kConfig);
+  if (generation_json) {
+    const std::string gen_name = "generation_config.json";
+    const json gen = parse_json_object(*generation_json, gen_name);
+    auto ids = token_ids(gen, "eos_token_id", gen_name);
+    if (!ids.empty()) c.eos_token_ids = ids;  // generation_config.json wins, as in transformers
+    c.bos_token_id = single_token_id(gen, "bos_token_id", gen_name, c.bos_token_id);
+  }
   return c;
+}
+
+ModelConfig load_model_config(const std::string &dir) {
+  const fs::path root(dir);
+  const auto config = read_checkpoint_file(root / "config.json");
+  if (!config)
+    fail(VT_ERR_MISSING_FILE, "missing config.json in " + dir + " (a Hugging Face checkpoint folder needs config.json)");
+  const auto generation = read_checkpoint_file(root / "generation_config.json");
+  return parse_model_config(*config, generation ? std::optional<std::string_view>(*generation) : std::nullopt);
 }
 
 void rope_tables(const ModelConfig &c, std::vector<float> *inv_freq_out, float *attn_scale) {
@@ -189,6 +199,14 @@ void rope_tables(const ModelConfig &c, std::vector<float> *inv_freq_out, float *
       inv[i] = (inv[i] / factor) * (1 - extrapolation) + inv[i] * extrapolation;
     }
   }
+  // A backstop behind config_arithmetic's range checks: a table that is not finite in float32 would compute
+  // garbage without a word (and converting an out-of-range double to float is undefined behaviour).
+  auto representable = [](double v) { return std::isfinite(v) && std::fabs(v) <= double(FLT_MAX); };
+  bool ok = representable(scale);
+  for (double f : inv) ok = ok && representable(f);
+  if (!ok)
+    fail(VT_ERR_BAD_CHECKPOINT, "config.json: the RoPE parameters (type " + r.type + ", theta " + std::to_string(r.theta) +
+                                    ", factor " + std::to_string(r.factor) + ") give frequencies that are not finite");
   inv_freq_out->assign(inv.begin(), inv.end());
   *attn_scale = float(scale);
 }

@@ -8,10 +8,11 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "loader/json_file.h"
+#include "loader/safetensors_header.h"
 #include "residency.h"
 #include "status.h"
 
@@ -21,7 +22,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 std::unique_ptr<MappedFile> MappedFile::open(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO in place of a shard would otherwise block the open until a writer came (files ignore it)
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) fail(VT_ERR_MISSING_FILE, "missing file " + path);
     fail(VT_ERR_BAD_CHECKPOINT, "cannot open " + path + ": " + std::strerror(errno));
@@ -60,76 +62,28 @@ void MappedFile::release(size_t offset, size_t len) const {
 
 int64_t MappedFile::resident_bytes() const { return vt::resident_bytes(data_, size_); }
 
-namespace {
-
-json parse_json_file(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(VT_ERR_MISSING_FILE, "missing file " + path);
-  try {
-    return json::parse(in);
-  } catch (const json::exception &e) {
-    fail(VT_ERR_BAD_CHECKPOINT, path + " is not valid JSON: " + e.what());
-  }
-}
-
-}  // namespace
-
 void Checkpoint::add_file(const std::string &path) {
   auto file = MappedFile::open(path);
   const int file_index = int(files_.size());
-  const size_t size = file->size();
+  const uint64_t size = file->size();
   const std::string where = fs::path(path).filename().string();
-  if (size < 8) fail(VT_ERR_TRUNCATED_CHECKPOINT, where + " is " + std::to_string(size) + " bytes: too short for a safetensors header");
   uint64_t header_len = 0;
-  std::memcpy(&header_len, file->data(), 8);  // little-endian u64, as the format defines (all our targets are LE)
-  if (header_len > size - 8)
-    fail(VT_ERR_BAD_CHECKPOINT, where + ": header length " + std::to_string(header_len) + " runs past the end of the " +
-                                    std::to_string(size) + "-byte file (corrupt or not a safetensors file)");
-  json header;
-  try {
-    header = json::parse(file->data() + 8, file->data() + 8 + header_len);
-  } catch (const json::exception &e) {
-    fail(VT_ERR_BAD_CHECKPOINT, where + ": safetensors header is not valid JSON: " + e.what());
-  }
-  if (!header.is_object()) fail(VT_ERR_BAD_CHECKPOINT, where + ": safetensors header is not a JSON object");
-  const size_t data_start = 8 + size_t(header_len);
-  const size_t data_size = size - data_start;
-  for (auto &[name, entry] : header.items()) {
-    if (name == "__metadata__") continue;
+  if (size >= 8) std::memcpy(&header_len, file->data(), 8);  // little-endian u64, as the format defines (all our targets are LE)
+  check_safetensors_header_length(header_len, size, where);
+  const std::string_view text(reinterpret_cast<const char *>(file->data()) + 8, size_t(header_len));
+  const uint64_t data_start = 8 + header_len;
+  const SafetensorsHeader header = parse_safetensors_header(text, size - data_start, where);
+  for (const HeaderTensor &h : header.tensors) {
     TensorInfo t;
-    t.name = name;
+    t.name = h.name;
     t.file = file_index;
-    try {
-      t.dtype_name = entry.at("dtype").get<std::string>();
-      for (auto &d : entry.at("shape")) {
-        int64_t v = d.get<int64_t>();
-        if (v < 0) throw std::runtime_error("negative dimension");
-        t.shape.push_back(v);
-      }
-      auto offs = entry.at("data_offsets");
-      if (!offs.is_array() || offs.size() != 2) throw std::runtime_error("data_offsets is not a pair");
-      uint64_t b = offs[0].get<uint64_t>(), e = offs[1].get<uint64_t>();
-      if (e < b) throw std::runtime_error("data_offsets end before they begin");
-      if (e > data_size)
-        fail(VT_ERR_TRUNCATED_CHECKPOINT, where + ": tensor " + name + " needs bytes up to " + std::to_string(data_start + e) +
-                                              " but the file has " + std::to_string(size) + " (truncated download?)");
-      t.nbytes = size_t(e - b);
-      t.data = file->data() + data_start + b;
-    } catch (const Error &) {
-      throw;
-    } catch (const std::exception &ex) {
-      fail(VT_ERR_BAD_CHECKPOINT, where + ": bad header entry for tensor " + name + ": " + ex.what());
-    }
+    t.dtype_name = h.dtype;
+    t.shape = h.shape;
+    t.nbytes = size_t(h.end - h.begin);
+    t.data = file->data() + data_start + h.begin;  // in the file: parse_safetensors_header checked every range
     t.dtype_known = dtype_from_safetensors(t.dtype_name, &t.dtype);
-    if (t.dtype_known) {
-      int64_t numel = 1;
-      for (int64_t d : t.shape) numel *= d;
-      if (size_t(numel) * dtype_size(t.dtype) != t.nbytes)
-        fail(VT_ERR_BAD_CHECKPOINT, where + ": tensor " + name + " has " + std::to_string(t.nbytes) +
-                                        " bytes but its shape and dtype need " + std::to_string(numel * dtype_size(t.dtype)));
-    }
-    if (tensors_.count(name)) fail(VT_ERR_BAD_CHECKPOINT, "tensor " + name + " appears in more than one file");
-    tensors_.emplace(name, std::move(t));
+    if (tensors_.count(h.name)) fail(VT_ERR_BAD_CHECKPOINT, "tensor " + h.name + " appears in more than one file");
+    tensors_.emplace(h.name, std::move(t));
   }
   files_.push_back(std::move(file));
 }
@@ -139,8 +93,11 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string &dir) {
   const fs::path root(dir);
   const fs::path single = root / "model.safetensors";
   const fs::path index = root / "model.safetensors.index.json";
-  if (fs::exists(index)) {
-    json j = parse_json_file(index.string());
+  std::error_code ec;  // the error_code forms: a permission problem is then "absent", not a filesystem_error
+  if (fs::exists(index, ec)) {
+    const auto text = read_checkpoint_file(index);
+    if (!text) fail(VT_ERR_MISSING_FILE, "missing file " + index.string());
+    const json j = parse_json_object(*text, index.string());
     if (!j.contains("weight_map") || !j["weight_map"].is_object())
       fail(VT_ERR_BAD_CHECKPOINT, index.string() + " has no weight_map object");
     std::set<std::string> shards;
@@ -157,8 +114,11 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string &dir) {
       auto it = ck->tensors_.find(name);
       if (it == ck->tensors_.end())
         fail(VT_ERR_BAD_CHECKPOINT, "the index places " + name + " in " + file.get<std::string>() + " but no shard holds it");
+      const std::string holder = fs::path(ck->files_[size_t(it->second.file)]->path()).filename().string();
+      if (holder != file.get<std::string>())
+        fail(VT_ERR_BAD_CHECKPOINT, "the index places " + name + " in " + file.get<std::string>() + " but " + holder + " holds it");
     }
-  } else if (fs::exists(single)) {
+  } else if (fs::exists(single, ec)) {
     ck->add_file(single.string());
   } else {
     fail(VT_ERR_MISSING_FILE, "no model.safetensors or model.safetensors.index.json in " + dir +

@@ -1,6 +1,7 @@
 // A checkpoint's tensors, memory-mapped read-only from one model.safetensors or from the shards that
-// model.safetensors.index.json names. Every header is validated against its file before any tensor is used:
-// a malformed header is ERR_BAD_CHECKPOINT, a data range past the end of the file ERR_TRUNCATED_CHECKPOINT.
+// model.safetensors.index.json names. Every header is validated against its file before any tensor is used, by the
+// safetensors library's rules and a few stricter ones (loader/safetensors_header.h): a malformed header is
+// ERR_BAD_CHECKPOINT, a data range past the end of the file ERR_TRUNCATED_CHECKPOINT.
 #pragma once
 
 #include <cstdint>

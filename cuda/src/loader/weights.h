@@ -41,8 +41,10 @@ struct Weights {
   DType dtype = DType::BF16;    // dtype of the embedding (the dominant one)
 };
 
-// Binds every tensor the config implies; throws ERR_SHAPE_MISMATCH / ERR_UNSUPPORTED_DTYPE / ERR_BAD_CHECKPOINT
-// naming the tensor. `progress(done, total)` is called after each layer.
+// Binds every tensor the config implies (biases exactly as ModelConfig says); throws ERR_SHAPE_MISMATCH /
+// ERR_UNSUPPORTED_DTYPE / ERR_BAD_CHECKPOINT naming the tensor. A tensor the model does not use is
+// ERR_BAD_CHECKPOINT too: the config then describes another model than the weights. `progress(done, total)` is
+// called after each layer.
 Weights bind_weights(const ModelConfig &c, const Checkpoint &ck, const std::function<void(int, int)> &progress);
 
 }  // namespace vt

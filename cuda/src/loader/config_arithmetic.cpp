@@ -1,0 +1,229 @@
+#include "loader/config_arithmetic.h"
+
+#include <cfloat>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "loader/json_fields.h"
+#include "status.h"
+
+namespace vt {
+
+using nlohmann::json;
+
+namespace {
+
+const std::string kConfig = "config.json";
+
+[[noreturn]] void unsupported(const std::string &what) { fail(VT_ERR_UNSUPPORTED_ARCH, kConfig + ": " + what); }
+[[noreturn]] void bad(const std::string &what) { fail(VT_ERR_BAD_CHECKPOINT, kConfig + ": " + what); }
+
+std::string num(double v) { return json(v).dump(); }  // shortest round-trip form: 1e-06, not 0.000001
+
+// Rule: model_type agrees with architectures[0]. transformers' AutoModelForCausalLM builds the model that
+// model_type names, vLLM and this engine the one architectures names: when they disagree, the references compute
+// two different models from one file and neither choice of ours is right.
+void check_model_type(const ModelConfig &c) {
+  static const std::pair<const char *, const char *> kTypes[] = {
+      {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"}, {"Qwen2ForCausalLM", "qwen2"}, {"Qwen3ForCausalLM", "qwen3"}};
+  if (c.model_type.empty()) return;
+  for (const auto &[arch, type] : kTypes)
+    if (c.architecture == arch && c.model_type != type)
+      bad("model_type " + describe_json(c.model_type) + " does not match architectures[0] " + arch + " (model_type \"" +
+          type + "\"): transformers would build another model from this file; correct whichever of the two is wrong");
+}
+
+// Rule: no quantization_config. Quantized weights (GPTQ, AWQ, bitsandbytes, fp8, compressed-tensors, ...) need
+// dequantizing arithmetic the engine does not have yet; their packed integers read as plain weights are garbage.
+void check_quantization(const json &cfg) {
+  const json *q = json_field(cfg, "quantization_config");
+  if (!q) return;
+  const json *method = json_field(*q, "quant_method");
+  fail(VT_ERR_UNSUPPORTED_DTYPE, kConfig + ": quantization_config (quant_method " + (method ? describe_json(*method) : "not given") +
+                                     ") is not supported: quantized checkpoints are not implemented yet; use the model's "
+                                     "bf16, f16 or f32 checkpoint");
+}
+
+// Rule: hidden_act is SiLU. The MLP computes down(silu(gate(x)) * up(x)); transformers' ACT2FN maps "silu" and
+// "swish" to the same function, and every family here defaults to "silu" when the field is absent. Anything else
+// (gelu, gelu_pytorch_tanh, relu, ...) would be computed as SiLU without a word.
+void check_activation(const json &cfg) {
+  const auto act = json_string(cfg, "hidden_act", kConfig);
+  if (act && *act != "silu" && *act != "swish")
+    unsupported("hidden_act " + describe_json(*act) + " is not implemented (the MLP computes SiLU: \"silu\" or \"swish\")");
+}
+
+std::string rope_type_of(const json &o, const std::string &where) {
+  if (auto t = json_string(o, "rope_type", where)) return *t;
+  return json_string(o, "type", where).value_or("default");
+}
+
+// Rule: rope_scaling and rope_parameters are objects or null. transformers reads them as dicts; a string or a
+// number there is a broken file, not "no scaling" (which is what skipping it would compute).
+// Rule: no per-layer-type RoPE (rope_parameters {"full_attention": {...}, "sliding_attention": {...}}, as
+// transformers 5 writes for models with two kinds of layer): the engine has one rotary table for every layer.
+// Rule: when both are given they name the same type: transformers 5 reads rope_parameters, 4 reads rope_scaling,
+// so a disagreement is two models in one file.
+void check_rope_fields(const json &cfg) {
+  const json *params = json_field(cfg, "rope_parameters");
+  const json *scaling = json_field(cfg, "rope_scaling");
+  for (const auto &[name, v] : {std::pair{"rope_parameters", params}, std::pair{"rope_scaling", scaling}}) {
+    if (!v) continue;
+    if (!v->is_object()) bad(std::string("`") + name + "` must be an object or null, not " + describe_json(*v));
+    for (const auto &[key, value] : v->items())
+      if (value.is_object())
+        unsupported(std::string(name) + "." + key + ": per-layer-type RoPE parameters are not implemented (one rotary "
+                                                    "table serves every layer)");
+  }
+  if (params && scaling) {
+    const std::string a = rope_type_of(*params, kConfig + ": rope_parameters"), b = rope_type_of(*scaling, kConfig + ": rope_scaling");
+    if (a != b)
+      bad("rope_parameters (rope_type " + describe_json(a) + ") and rope_scaling (type " + describe_json(b) +
+          ") disagree: transformers 5 would use one and transformers 4 the other; keep one of them");
+  }
+}
+
+// Where the RoPE settings were read from (config.cpp's read_rope takes rope_parameters before rope_scaling), so a
+// message names the field as the file spells it.
+std::string rope_source(const json &cfg) {
+  const json *params = json_field(cfg, "rope_parameters");
+  if (params && params->is_object()) return "rope_parameters";
+  const json *scaling = json_field(cfg, "rope_scaling");
+  return scaling && scaling->is_object() ? "rope_scaling" : "rope_scaling (absent)";
+}
+
+// Rule: the RoPE type is one rope_tables computes (default, linear, llama3, yarn); dynamic NTK, longrope, mrope and
+// the others rotate differently.
+// Rule: its parameters are in range, so the table is finite: theta in (1, 1e30] (the frequencies theta^(-2i/d) must
+// fall, yarn divides by log(theta), and the table is computed in float32); factors in [1e-3, 1e6]; llama3's
+// high_freq_factor above its low_freq_factor (the blend divides by their difference); yarn's betas positive and its
+// attention_factor and mscales not negative. transformers only warns on most of these, then computes infinities.
+void check_rope_values(const json &cfg, const RopeConfig &r) {
+  const std::string src = rope_source(cfg);
+  if (r.type != "default" && r.type != "linear" && r.type != "llama3" && r.type != "yarn")
+    unsupported(src + ".rope_type " + describe_json(r.type) + " is not implemented (supported: default, linear, llama3, yarn)");
+  if (!(r.theta > 1 && r.theta <= 1e30)) bad("rope_theta " + num(r.theta) + " must be above 1 (and at most 1e30)");
+  if (r.original_max_position_embeddings < 0 || r.original_max_position_embeddings > (int64_t(1) << 30))
+    bad(src + ".original_max_position_embeddings " + std::to_string(r.original_max_position_embeddings) +
+        " must be a positive integer (at most 2^30)");
+  // 0 is "absent" (yarn derives it); a used factor divides frequencies up to 1, so it stays within [1e-3, 1e6].
+  const bool needs_factor = r.type == "linear" || r.type == "llama3";
+  if (r.type != "default" && ((needs_factor || r.factor != 0) && !(r.factor >= 1e-3 && r.factor <= 1e6)))
+    bad(src + ".factor " + num(r.factor) + " must be between 0.001 and 1e6" +
+        (needs_factor ? " (rope type " + r.type + " needs one)" : ""));
+  if (r.type == "llama3" && !(r.low_freq_factor > 0 && r.high_freq_factor > r.low_freq_factor && r.high_freq_factor <= 1e6))
+    bad(src + ": llama3 needs 0 < low_freq_factor < high_freq_factor; got low_freq_factor " + num(r.low_freq_factor) +
+        ", high_freq_factor " + num(r.high_freq_factor));
+  if (r.type == "yarn") {
+    if (!(r.beta_fast > 0 && r.beta_slow > 0 && r.beta_fast <= 1e6 && r.beta_slow <= 1e6))
+      bad(src + ": yarn needs positive beta_fast and beta_slow; got " + num(r.beta_fast) + " and " + num(r.beta_slow));
+    if (r.attention_factor < 0 || r.attention_factor > 1e3 || r.mscale < 0 || r.mscale > 1e3 || r.mscale_all_dim < 0 ||
+        r.mscale_all_dim > 1e3)
+      bad(src + ": yarn's attention_factor, mscale and mscale_all_dim must be in [0, 1000]; got " + num(r.attention_factor) +
+          ", " + num(r.mscale) + ", " + num(r.mscale_all_dim));
+  }
+}
+
+// Rule: partial_rotary_factor is 1. The engine rotates the whole head; a smaller factor rotates only its first
+// part. transformers 5 reads it inside rope_parameters, 4 at the top level: both are checked.
+void check_partial_rotary(const json &cfg) {
+  const std::pair<const json *, std::string> places[] = {{&cfg, kConfig},
+                                                         {json_field(cfg, "rope_parameters"), kConfig + ": rope_parameters"},
+                                                         {json_field(cfg, "rope_scaling"), kConfig + ": rope_scaling"}};
+  for (const auto &[obj, where] : places) {
+    if (!obj) continue;
+    const auto f = json_number(*obj, "partial_rotary_factor", where);
+    if (f && *f != 1.0)
+      fail(VT_ERR_UNSUPPORTED_ARCH, where + ": partial_rotary_factor " + num(*f) +
+                                        " is not implemented (the engine applies RoPE to the whole head: 1.0)");
+  }
+}
+
+// A window at least max_position_embeddings long never hides a key: the engine's context is capped there.
+bool window_shorter_than_context(std::optional<int64_t> window, const ModelConfig &c) {
+  return window && *window < c.max_position_embeddings;
+}
+
+// Rule: attention is full and causal on every layer.
+//  - Qwen2/Qwen3: every layer_types entry is "full_attention" (transformers 5 reads it), and use_sliding_window
+//    with a window shorter than the context does not put layers past max_window_layers into sliding attention
+//    (transformers 4 reads that). Real Qwen configs carry a sliding_window with use_sliding_window false: fine.
+//  - Mistral: sliding_window is null or no shorter than the context (MistralConfig's default, when absent, is 4096).
+//  - Llama: LlamaForCausalLM ignores sliding_window, but a Llama config with a window shorter than the context is a
+//    model trained with one (a relabelled Mistral); full attention would differ past the window, so it is refused.
+void check_attention_window(const json &cfg, const ModelConfig &c) {
+  if (c.family == Family::Qwen2 || c.family == Family::Qwen3) {
+    if (const json *types = json_field(cfg, "layer_types")) {
+      if (!types->is_array() || types->size() != size_t(c.n_layers))
+        bad("`layer_types` must be a list of num_hidden_layers (" + std::to_string(c.n_layers) + ") strings");
+      for (size_t i = 0; i < types->size(); ++i) {
+        const json &t = (*types)[i];
+        if (!t.is_string()) bad("layer_types[" + std::to_string(i) + "] is " + describe_json(t) + ", not a string");
+        if (t.get_ref<const std::string &>() != "full_attention")
+          unsupported("layer_types[" + std::to_string(i) + "] is " + describe_json(t) +
+                      ": only \"full_attention\" is implemented (no sliding-window attention)");
+      }
+    }
+    const bool use = json_bool(cfg, "use_sliding_window", kConfig).value_or(false);
+    const auto window = json_integer(cfg, "sliding_window", kConfig);
+    const int64_t full_layers = json_integer(cfg, "max_window_layers", kConfig).value_or(28);  // Qwen2Config's default
+    if (use && window_shorter_than_context(window, c) && full_layers < c.n_layers)
+      unsupported("use_sliding_window is true with sliding_window " + std::to_string(*window) + " < max_position_embeddings " +
+                  std::to_string(c.max_position_embeddings) + " for layers from max_window_layers " + std::to_string(full_layers) +
+                  " on: sliding-window attention is not implemented");
+    return;
+  }
+  std::optional<int64_t> window = json_integer(cfg, "sliding_window", kConfig);
+  if (c.architecture == "MistralForCausalLM" && cfg.find("sliding_window") == cfg.end()) window = 4096;
+  if (window_shorter_than_context(window, c))
+    unsupported("sliding_window " + std::to_string(*window) + " is shorter than max_position_embeddings " +
+                std::to_string(c.max_position_embeddings) + ": sliding-window attention is not implemented");
+}
+
+// Rule: no logit softcapping (Gemma 2's tanh caps on attention scores and final logits): the engine applies none,
+// and no family here reads them, so their presence means a relabelled model that needs them.
+void check_softcapping(const json &cfg) {
+  for (const char *key : {"attn_logit_softcapping", "final_logit_softcapping"})
+    if (const json *v = json_field(cfg, key))
+      unsupported(std::string(key) + " " + describe_json(*v) + " is not implemented (the engine applies no softcapping)");
+}
+
+// Rule: RMSNorm's epsilon is a positive number below 1 that float32 holds. Every family here normalizes with
+// RMSNorm (no field selects another norm); the kernels add eps in float32, where 1e-86 is 0 and divides by zero on
+// a zero row, and a large eps flattens every activation.
+void check_norm(const json &cfg) {
+  const auto eps = json_number(cfg, "rms_norm_eps", kConfig);
+  if (eps && !(*eps >= double(FLT_MIN) && *eps < 1))
+    bad("rms_norm_eps " + num(*eps) + " must be a positive number below 1 (and at least float32's 1.2e-38)");
+}
+
+// Rule: the head geometry is whole. Without head_dim, transformers takes hidden_size / num_attention_heads, which
+// must then divide exactly; rotary halves need an even head_dim; grouped-query attention shares each kv head
+// among a whole number of query heads.
+void check_heads(const json &cfg, const ModelConfig &c) {
+  if (!json_field(cfg, "head_dim") && c.hidden_size % c.n_heads != 0)
+    bad("hidden_size " + std::to_string(c.hidden_size) + " is not a multiple of num_attention_heads " + std::to_string(c.n_heads) +
+        " and head_dim is not given");
+  if (c.head_dim % 2 != 0) bad("head_dim " + std::to_string(c.head_dim) + " must be even for rotary embeddings");
+  if (c.n_heads % c.n_kv_heads != 0)
+    bad("num_attention_heads " + std::to_string(c.n_heads) + " must be a multiple of num_key_value_heads " +
+        std::to_string(c.n_kv_heads));
+}
+
+}  // namespace
+
+void check_config_arithmetic(const json &cfg, const ModelConfig &c) {
+  check_model_type(c);
+  check_quantization(cfg);
+  check_activation(cfg);
+  check_rope_fields(cfg);
+  check_rope_values(cfg, c.rope);
+  check_partial_rotary(cfg);
+  check_attention_window(cfg, c);
+  check_softcapping(cfg);
+  check_norm(cfg);
+  check_heads(cfg, c);
+}
+
+}  // namespace vt
