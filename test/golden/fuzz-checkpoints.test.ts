@@ -3,7 +3,9 @@
 // Issue 19's acceptance: no crash, no hang, no untyped error, and no silent load of the two classes it names
 // (offsets that overlap or are misaligned; an activation the engine does not implement). Silent loads of the
 // oracle's other kinds (RoPE, bias, sliding window, duplicate tensor names, ...) are reported by their own test.
-// The fuzzer's tally is printed whatever the outcome. Reproduce a failing mutant with
+// The fuzzer's tally is printed whatever the outcome. With main's strict loader merged (503e314), the acceptance
+// tests pass here; the other-kinds test fails on one mutant (rms_norm_eps: null, which the loader reads as absent
+// while transformers fails on it). Reproduce a failing mutant with
 //   node scripts/fuzz-checkpoints.mjs --count 150 --seed 19 --bases <the bases below> --failures DIR
 // then --replay DIR/<mutant>.
 import { beforeAll, describe, expect, it } from 'vitest';
