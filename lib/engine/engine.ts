@@ -42,6 +42,14 @@ import { nvml } from '../memory/nvml.js';
 import { packageVersion } from '../package-root.js';
 import { type SystemInfo, toSystemInfo } from './system-info.js';
 
+/** A promise's outcome as a value, so that a rejection nobody awaits yet is not an unhandled rejection. */
+function settle<T>(p: Promise<T>): Promise<{ value: T } | { error: unknown }> {
+  return p.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
+}
+
 /** The checkpoint's defaults under the caller's options (anything but a plain object goes to the validator as is). */
 function withDefaults(defaults: GenerationDefaults, options: unknown): unknown {
   if (options === undefined) return { ...defaults };
@@ -143,12 +151,11 @@ export class Engine implements AsyncDisposable {
     };
 
     signal?.addEventListener('abort', stop, { once: true });
-    // The tokenizer loads on the JS thread while the weights load natively; its failure waits for the native load.
-    const defaultsLoad = readGenerationDefaults(path.resolve(dir));
-    const textLoad = TextLayer.load(path.resolve(dir)).then(
-      (text) => ({ text }),
-      (error: unknown) => ({ error }),
-    );
+    // The tokenizer and generation_config.json load on the JS thread while the weights load natively; their
+    // failures wait for the native load (whose error wins), and are caught here so that none is left unhandled when
+    // the native load fails first.
+    const defaultsLoad = settle(readGenerationDefaults(path.resolve(dir)));
+    const textLoad = settle(TextLayer.load(path.resolve(dir)));
     let native: NativeEngine;
     try {
       native = await addon.loadEngine(path.resolve(dir), params, progress, onStep, cancel);
@@ -167,10 +174,11 @@ export class Engine implements AsyncDisposable {
       if (progressFailure) throw progressFailure.error;
       throw new AbortError('Engine.load was aborted; the model it had loaded was freed.', { cause: signal?.reason });
     }
-    const text = await textLoad;
+    const [text, defaults] = await Promise.all([textLoad, defaultsLoad]);
     try {
       if ('error' in text) throw text.error;
-      engine = new Engine(native, toModelInfo(native.modelInfo()), text.text, await defaultsLoad);
+      if ('error' in defaults) throw defaults.error;
+      engine = new Engine(native, toModelInfo(native.modelInfo()), text.value, defaults.value);
     } catch (err) {
       await native.dispose().catch(() => {});
       throw fromNativeError(err);

@@ -3,10 +3,11 @@
  * the semantics of the HF `tokenizers` library and transformers pinned down here (see lib/tokenizer/README.md).
  * @module
  */
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
+import { parseCheckpointJson, readCheckpointText } from '../checkpoint-files.js';
 import { BadCheckpointError } from '../errors.js';
+import { checkTokenizerConfig, checkTokenizerJson } from './validate.js';
 
 /** Options of `engine.tokenize()`. */
 export interface TokenizeOptions {
@@ -29,29 +30,6 @@ export interface DetokenizeOptions {
    * text. Default `false`: every token is rendered. This is transformers' and `tokenizers`' `skip_special_tokens`.
    */
   skipSpecial?: boolean;
-}
-
-/** A file of the tokenizer, or undefined when absent. */
-async function readOptional(file: string): Promise<string | undefined> {
-  try {
-    return await readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new BadCheckpointError(`Could not read ${file}: ${(err as Error).message}.`, { cause: err });
-  }
-}
-
-function parseJson(text: string, file: string): Record<string, unknown> {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    throw new BadCheckpointError(`${file} is not valid JSON (${(err as Error).message}). Download it again.`, { cause: err });
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new BadCheckpointError(`${file} must hold a JSON object. Download it again.`);
-  }
-  return value as Record<string, unknown>;
 }
 
 /** A special token's text as tokenizer_config.json gives it: a string, or an AddedToken object `{ content }`. */
@@ -81,7 +59,8 @@ export class TextTokenizer {
   readonly specialIds: ReadonlySet<number>;
   /** Every added token, special or not, by its text. */
   readonly #added = new Map<string, number>();
-  /** Ids are 0 to size - 1 (the model's embedding may have more rows; those ids decode to nothing). */
+  /** Ids are 0 to size - 1: the largest id of the vocabulary or an added token, plus one (the model's embedding may
+   * have more rows; those ids decode to nothing). */
   readonly size: number;
   /** tokenizer_config.json, as read ({} when the file is absent). */
   readonly config: Readonly<Record<string, unknown>>;
@@ -89,6 +68,7 @@ export class TextTokenizer {
   readonly chatTemplate: string | undefined;
 
   constructor(json: Record<string, unknown>, config: Record<string, unknown>, chatTemplate: string | undefined, source: string) {
+    const size = checkTokenizerJson(json, source);
     try {
       // The library treats a missing clean_up_tokenization_spaces as true; decode() turns it off per call anyway.
       this.#tokenizer = new Tokenizer(json, config);
@@ -102,11 +82,9 @@ export class TextTokenizer {
     this.config = config;
     this.chatTemplate = chatTemplate;
     const special = new Set<number>();
-    let size = this.#tokenizer.get_vocab(true).size;
     for (const t of (json.added_tokens ?? []) as AddedTokenJson[]) {
       this.#added.set(t.content, t.id);
       if (t.special) special.add(t.id);
-      size = Math.max(size, t.id + 1);
     }
     this.specialIds = special;
     this.size = size;
@@ -145,25 +123,28 @@ export async function loadTokenizer(dir: string): Promise<TextTokenizer | undefi
   const jsonFile = path.join(dir, 'tokenizer.json');
   const configFile = path.join(dir, 'tokenizer_config.json');
   const [jsonText, configText, templateText] = await Promise.all([
-    readOptional(jsonFile),
-    readOptional(configFile),
-    readOptional(path.join(dir, 'chat_template.jinja')),
+    readCheckpointText(jsonFile),
+    readCheckpointText(configFile),
+    readCheckpointText(path.join(dir, 'chat_template.jinja')),
   ]);
   if (jsonText === undefined) return undefined;
-  const json = parseJson(jsonText, jsonFile);
-  const config = configText === undefined ? {} : parseJson(configText, configFile);
+  const json = parseCheckpointJson(jsonText, jsonFile);
+  const config = configText === undefined ? {} : parseCheckpointJson(configText, configFile);
+  checkTokenizerConfig(config, configFile);
   const template = templateText ?? chatTemplateOf(config);
   return new TextTokenizer(json, config, template, jsonFile);
 }
 
-/** tokenizer_config.json's chat_template: a string, or a list of named templates (the one named "default"). */
+/**
+ * tokenizer_config.json's chat_template (its type already checked): a string, or a list of named templates (the
+ * one named "default", else the first).
+ */
 function chatTemplateOf(config: Record<string, unknown>): string | undefined {
   const t = config.chat_template;
   if (typeof t === 'string') return t;
   if (Array.isArray(t)) {
-    const named = t as Array<{ name?: unknown; template?: unknown }>;
-    const found = named.find((x) => x?.name === 'default') ?? named[0];
-    if (typeof found?.template === 'string') return found.template;
+    const named = t as Array<{ name: string; template: string }>;
+    return (named.find((x) => x.name === 'default') ?? named[0])?.template;
   }
   return undefined;
 }

@@ -18,10 +18,35 @@ function withConfig(config: unknown): string {
 }
 
 describe('readGenerationDefaults', () => {
-  it('is greedy without a file, with a broken file, and without do_sample', async () => {
+  it('is greedy without a file and without do_sample', async () => {
     expect(await readGenerationDefaults(withConfig(undefined))).toEqual({ temperature: 0 });
-    expect(await readGenerationDefaults(withConfig('{not json'))).toEqual({ temperature: 0 });
     expect(await readGenerationDefaults(withConfig({ temperature: 0.6, top_p: 0.9 }))).toEqual({ temperature: 0 });
+    expect(await readGenerationDefaults(withConfig({ do_sample: null, temperature: null, eos_token_id: null }))).toEqual({ temperature: 0 });
+  });
+
+  // The native loader refuses these files too (it reads the token ids); the JS side must not default silently, nor
+  // fail with a TypeError (a `null` file once did).
+  it.each([
+    ['text that is not JSON', '{not json'],
+    ['null', 'null'],
+    ['an array', '[]'],
+    ['a number', '5'],
+    ['do_sample as a string', { do_sample: 'true' }],
+    ['temperature as a string', { do_sample: true, temperature: '0.7' }],
+    ['top_k as a list', { top_k: [20] }],
+    ['repetition_penalty as an object', { repetition_penalty: {} }],
+    ['eos_token_id as a string', { eos_token_id: '2' }],
+    ['eos_token_id with a fraction in its list', { eos_token_id: [2, 1.5] }],
+    ['eos_token_id past int32', { eos_token_id: 2 ** 31 }],
+    ['a negative bos_token_id', { bos_token_id: -1 }],
+  ])('refuses %s with ERR_BAD_CHECKPOINT', async (_what, config) => {
+    await expect(readGenerationDefaults(withConfig(config))).rejects.toMatchObject({ code: 'ERR_BAD_CHECKPOINT' });
+  });
+
+  it('refuses a file that is not UTF-8', async () => {
+    const d = withConfig(undefined);
+    writeFileSync(join(d, 'generation_config.json'), Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]));
+    await expect(readGenerationDefaults(d)).rejects.toMatchObject({ code: 'ERR_BAD_CHECKPOINT', message: /UTF-8/ });
   });
 
   it("takes Qwen3's sampling settings", async () => {
