@@ -165,6 +165,16 @@ void test_rules() {
     j["rope_parameters"] = {{"rope_type", "default"}};
     j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
   }), BAD, {"rope_parameters", "rope_scaling", "disagree"});
+  // Found by the checkpoint fuzzer (scripts/fuzz-checkpoints.mjs, 2000 mutants): read as "absent" before.
+  refused("hidden_act null", edited(qwen3(), [](json &j) { j["hidden_act"] = nullptr; }), BAD, {"hidden_act", "null"});
+  refused("rms_norm_eps null", edited(qwen3(), [](json &j) { j["rms_norm_eps"] = nullptr; }), BAD, {"rms_norm_eps", "null"});
+  refused("model_type empty", edited(qwen3(), [](json &j) { j["model_type"] = ""; }), BAD, {"model_type", "empty"});
+  refused("rope_scaling with a factor and no type", edited(qwen3(), [](json &j) { j["rope_scaling"] = {{"factor", 4.0}}; }), BAD,
+          {"rope_scaling", "factor", "rope_type"});
+  refused("yarn factor -0.0", edited(qwen3(), [](json &j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", -0.0}}; }), BAD,
+          {"rope_scaling.factor", "positive"});
+  refused("bos_token_id []", edited(qwen3(), [](json &j) { j["bos_token_id"] = json::array(); }), BAD, {"bos_token_id", "empty"});
+  accepted("rope_parameters with rope_theta alone", edited(qwen3(), [](json &j) { j["rope_parameters"] = {{"rope_theta", 5e5}}; }));
   refused("rope_theta 1", edited(qwen3(), [](json &j) { j["rope_theta"] = 1.0; }), BAD, {"rope_theta"});
   refused("rope_theta 1e40", edited(qwen3(), [](json &j) { j["rope_theta"] = 1e40; }), BAD, {"rope_theta"});
   refused("linear rope without a factor", edited(qwen3(), [](json &j) { j["rope_scaling"] = {{"rope_type", "linear"}}; }), BAD,

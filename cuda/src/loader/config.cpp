@@ -42,8 +42,11 @@ std::vector<int32_t> token_ids(const json &obj, const char *key, const std::stri
     if (!ok) fail(VT_ERR_BAD_CHECKPOINT, where + ": `" + key + "` must be a token id or a list of them; it holds " + describe_json(x));
     out.push_back(int32_t(x.get<int64_t>()));
   };
-  if (v->is_array())
+  if (v->is_array()) {
+    // [] would read as "not given": transformers has no meaning for an empty list of ids either.
+    if (v->empty()) fail(VT_ERR_BAD_CHECKPOINT, where + ": `" + key + "` is an empty list: give a token id or leave it out");
     for (const json &x : *v) one(x);
+  }
   else
     one(*v);
   return out;

@@ -48,6 +48,20 @@ void check_quantization(const json &cfg) {
 // Rule: hidden_act is SiLU. The MLP computes down(silu(gate(x)) * up(x)); transformers' ACT2FN maps "silu" and
 // "swish" to the same function, and every family here defaults to "silu" when the field is absent. Anything else
 // (gelu, gelu_pytorch_tanh, relu, ...) would be computed as SiLU without a word.
+// Rule: a field the arithmetic needs is not null. json_field() reads null as absent, which suits optional fields,
+// but transformers keeps an explicit null (its config classes default only absent keys) and then fails
+// (ACT2FN[None], eps None in the norm): taking our default instead would compute a model nobody else can.
+void check_not_null(const json &cfg) {
+  for (const char *key : {"hidden_act", "rms_norm_eps", "model_type", "hidden_size", "num_hidden_layers",
+                          "num_attention_heads", "intermediate_size", "vocab_size"}) {
+    auto it = cfg.find(key);
+    if (it != cfg.end() && it->is_null()) bad(std::string("`") + key + "` is null: give it a value or leave it out");
+  }
+  auto it = cfg.find("model_type");
+  if (it != cfg.end() && it->is_string() && it->get_ref<const std::string &>().empty())
+    bad("`model_type` is an empty string: transformers cannot map it to a model (leave it out or name the family)");
+}
+
 void check_activation(const json &cfg) {
   const auto act = json_string(cfg, "hidden_act", kConfig);
   if (act && *act != "silu" && *act != "swish")
@@ -71,6 +85,15 @@ void check_rope_fields(const json &cfg) {
   for (const auto &[name, v] : {std::pair{"rope_parameters", params}, std::pair{"rope_scaling", scaling}}) {
     if (!v) continue;
     if (!v->is_object()) bad(std::string("`") + name + "` must be an object or null, not " + describe_json(*v));
+    // A scaling object that names no type ({"factor": 4}) would be read as default RoPE with its factor dropped;
+    // transformers 4 fails on it (ROPE_INIT_FUNCTIONS[None]). rope_theta alone (transformers 5's form) is fine.
+    const bool typed = json_field(*v, "rope_type") || json_field(*v, "type");
+    for (const auto &[key, value] : v->items())
+      if (!typed && !value.is_object() && key != "rope_theta" && key != "partial_rotary_factor")
+        bad(std::string("`") + name + "` sets " + key + " but names no rope_type (or type): say which RoPE it is");
+    // factor -0.0 or 0 reads as "absent" below (yarn then derives one): a factor given must be positive.
+    if (const json *f = json_field(*v, "factor"); f && f->is_number() && !(f->get<double>() > 0))
+      bad(std::string("`") + name + ".factor` " + describe_json(*f) + " must be positive");
     for (const auto &[key, value] : v->items())
       if (value.is_object())
         unsupported(std::string(name) + "." + key + ": per-layer-type RoPE parameters are not implemented (one rotary "
@@ -214,6 +237,7 @@ void check_heads(const json &cfg, const ModelConfig &c) {
 }  // namespace
 
 void check_config_arithmetic(const json &cfg, const ModelConfig &c) {
+  check_not_null(cfg);
   check_model_type(c);
   check_quantization(cfg);
   check_activation(cfg);
