@@ -56,11 +56,13 @@ export function printReport(r) {
   // About 20 rows of the samples, evenly spaced, plus every load (the RSS a fresh engine starts from).
   const every = Math.max(1, Math.ceil(r.samples.length / 20));
   const shown = r.samples.filter((s, i) => i % every === 0 || s.label || i === r.samples.length - 1);
-  console.log('\nmemory samples (MiB; JS heap after a full GC; engine = engine.memory().engine.totalBytes)');
+  console.log('\nmemory samples (MiB; JS heap after a full GC; engine = engine.memory().engine.totalBytes, held; ' +
+    'resident = its KV pages written + checkpoint pages resident + host weights + workspaces; rest = VmRSS - resident)');
   table(
-    ['generations', 's', 'reloads', 'VmRSS', 'VmHWM', 'heapUsed', 'external', 'engine', ''],
+    ['generations', 's', 'reloads', 'VmRSS', 'VmHWM', 'heapUsed', 'external', 'engine', 'resident', 'rest', ''],
     shown.map((s) => [s.generations, s.seconds.toFixed(0), s.reloads, mib(s.rssBytes), mib(s.hwmBytes),
-      mib(s.heapUsedBytes), mib(s.externalBytes), mib(s.engineBytes), s.label]),
+      mib(s.heapUsedBytes), mib(s.externalBytes), mib(s.engineBytes), mib(s.engineResidentBytes),
+      mib(s.engineResidentBytes == null ? null : s.rssBytes - s.engineResidentBytes), s.label]),
   );
   const v = r.verdict;
   const pct = (x) => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(2)}%`;

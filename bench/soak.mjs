@@ -104,17 +104,22 @@ async function sample(label) {
   globalThis.gc();
   const { rssBytes, hwmBytes } = procStatus();
   const heap = process.memoryUsage();
+  // The engine's resident parts, to tell them from the heap: the KV pool's written pages and the checkpoint
+  // mapping's resident pages (both mincore), the host weight copies and the workspaces.
   let engineBytes = null;
+  let engineResidentBytes = null;
   if (engine && !engine.disposed) {
     try {
-      engineBytes = (await engine.memory()).engine.totalBytes;
+      const m = (await engine.memory()).engine;
+      engineBytes = m.totalBytes;
+      engineResidentBytes = (m.kvCache.residentBytes ?? 0) + m.weights.mappedResidentBytes + m.weights.hostBytes + m.workspaceBytes;
     } catch {
-      engineBytes = null; // disposed between the check and the call: a reload started
+      // disposed between the check and the call: a reload started
     }
   }
   samples.push({
     generations: settled, seconds: (performance.now() - t0) / 1000, label, reloads,
-    rssBytes, hwmBytes, heapUsedBytes: heap.heapUsed, externalBytes: heap.external, engineBytes,
+    rssBytes, hwmBytes, heapUsedBytes: heap.heapUsed, externalBytes: heap.external, engineBytes, engineResidentBytes,
   });
 }
 
