@@ -27,6 +27,10 @@ export function rssVerdict(samples, warmupEnd, limit = 0.02) {
   const heapFirst = median(steady.slice(0, 5).map((s) => s.heapUsedBytes));
   const heapLast = median(steady.slice(-5).map((s) => s.heapUsedBytes));
   const growth = (last - first) / first;
+  // The same, less V8's heap (physical): what the engine, the addon and the runtime's fixed parts hold.
+  const outside = (xs) => median(xs.map((s) => s.rssBytes - (s.v8Bytes ?? NaN)));
+  const outsideFirst = outside(steady.slice(0, 5));
+  const outsideLast = outside(steady.slice(-5));
   return {
     ok: Math.abs(growth) <= limit,
     limit,
@@ -39,6 +43,13 @@ export function rssVerdict(samples, warmupEnd, limit = 0.02) {
     minRssBytes: Math.min(...steady.map((s) => s.rssBytes)),
     maxRssBytes: Math.max(...steady.map((s) => s.rssBytes)),
     heapGrowth: (heapLast - heapFirst) / heapFirst,
+    outsideV8First: outsideFirst,
+    outsideV8Last: outsideLast,
+    outsideV8Growth: (outsideLast - outsideFirst) / outsideFirst,
+    arenaFirst: median(steady.slice(0, 5).map((s) => s.mallocArenaBytes ?? NaN)),
+    arenaLast: median(steady.slice(-5).map((s) => s.mallocArenaBytes ?? NaN)),
+    youngFirst: steady[0].youngCapacityBytes,
+    youngLast: steady.at(-1).youngCapacityBytes,
     // RSS right after each reload's load: its first and last, over the reloads in between.
     afterLoad: loads.length >= 2 ? { first: loads[0].rssBytes, last: loads.at(-1).rssBytes, cycles: loads.length - 1 } : null,
   };
@@ -56,13 +67,14 @@ export function printReport(r) {
   // About 20 rows of the samples, evenly spaced, plus every load (the RSS a fresh engine starts from).
   const every = Math.max(1, Math.ceil(r.samples.length / 20));
   const shown = r.samples.filter((s, i) => i % every === 0 || s.label || i === r.samples.length - 1);
-  console.log('\nmemory samples (MiB; JS heap after a full GC; engine = engine.memory().engine.totalBytes, held; ' +
-    'resident = its KV pages written + checkpoint pages resident + host weights + workspaces; rest = VmRSS - resident)');
+  console.log('\nmemory samples (MiB). resident: the engine\'s KV pages written + checkpoint pages resident + host ' +
+    'weights + workspaces (engine.memory()); V8: physical bytes of every V8 space, young: of the young generation ' +
+    '(its capacity after the slash); arenas / in use: glibc malloc (mallinfo2); heap: JS heap used after a full GC');
   table(
-    ['generations', 's', 'reloads', 'VmRSS', 'VmHWM', 'heapUsed', 'external', 'engine', 'resident', 'rest', ''],
-    shown.map((s) => [s.generations, s.seconds.toFixed(0), s.reloads, mib(s.rssBytes), mib(s.hwmBytes),
-      mib(s.heapUsedBytes), mib(s.externalBytes), mib(s.engineBytes), mib(s.engineResidentBytes),
-      mib(s.engineResidentBytes == null ? null : s.rssBytes - s.engineResidentBytes), s.label]),
+    ['generations', 's', 'reloads', 'VmRSS', 'resident', 'V8', 'young', 'arenas', 'in use', 'heap', ''],
+    shown.map((s) => [s.generations, s.seconds.toFixed(0), s.reloads, mib(s.rssBytes), mib(s.engineResidentBytes),
+      mib(s.v8Bytes), `${mib(s.youngBytes)}/${mib(s.youngCapacityBytes)}`, mib(s.mallocArenaBytes),
+      mib(s.mallocInUseBytes), mib(s.heapUsedBytes), s.label]),
   );
   const v = r.verdict;
   const pct = (x) => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(2)}%`;
@@ -83,10 +95,14 @@ export function printReport(r) {
           ['RSS at start', `${mib(v.startRssBytes)} MiB`],
           ['RSS after warm-up (median of 5)', `${mib(v.warmupRssBytes)} MiB (${pct(v.warmupGrowth)} over the warm-up)`],
           ['RSS at end (median of 5)', `${mib(v.endRssBytes)} MiB`],
-          ['RSS growth after warm-up', `${pct(v.growth)} (limit ±${100 * v.limit}%): ${v.ok ? 'FLAT' : 'GROWS'}`],
+          ['RSS growth after warm-up', `${pct(v.growth)} (limit ±${100 * v.limit}%): ${v.ok ? 'FLAT' : 'NOT FLAT'}`],
           ['RSS slope after warm-up', `${mib(v.slopeBytesPer1000)} MiB per 1000 generations`],
           ['RSS min / max after warm-up', `${mib(v.minRssBytes)} / ${mib(v.maxRssBytes)} MiB`],
+          ['RSS less V8\'s heap, after warm-up / end', Number.isFinite(v.outsideV8Growth)
+            ? `${mib(v.outsideV8First)} / ${mib(v.outsideV8Last)} MiB (${pct(v.outsideV8Growth)})` : '-'],
           ['JS heap growth after warm-up', pct(v.heapGrowth)],
+          ['malloc arenas after warm-up, first / last', `${mib(v.arenaFirst)} / ${mib(v.arenaLast)} MiB`],
+          ['V8 young generation capacity, first / last', `${mib(v.youngFirst)} / ${mib(v.youngLast)} MiB`],
           ['RSS right after a load, first / last', v.afterLoad
             ? `${mib(v.afterLoad.first)} / ${mib(v.afterLoad.last)} MiB (${v.afterLoad.cycles} cycles between)` : '-'],
         ]),
