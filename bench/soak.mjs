@@ -17,15 +17,18 @@
 // the end of the run (medians of the first and last 5 samples after it, so one sample taken mid-step does not
 // decide it), and the acceptance is that growth within 2%.
 //
-// V8's young generation: by default V8 sizes it from the allocation rate, doubling it as bytes survive scavenges
-// and shrinking it when allocation slows (on a busy machine, slower steps allocate less per second). On this
-// workload that moves RSS by 10-25 MiB up and down at times that depend on the machine's load, not on the engine:
-// the first 10,000-generation run here went from 128 to 78 MiB when other builds slowed it. To measure the
-// engine and the SDK rather than that heuristic, pin it at a fixed size (as a long-running server ends up):
+// V8's young generation: by default V8 sizes it from the allocation rate, doubling it (up to 32 MiB here) as bytes
+// survive scavenges and shrinking it when allocation slows (on a busy machine, slower steps allocate less per
+// second). On this workload that moves RSS by 20-25 MiB, up or down, at times set by the machine's load and not by
+// the engine: in one 10,000-generation run it grew by 25 MiB just after the warm-up (generation ~2,500), in
+// another it shrank by 20 MiB at generation ~5,000 when other builds slowed the run. To measure the engine and the
+// SDK rather than that heuristic, hold it at V8's initial size (2 MiB: --min/--max-semi-space-size=16 does not
+// hold it, V8 still commits and uncommits pages):
 //
-//   node --expose-gc --min-semi-space-size=16 --max-semi-space-size=16 bench/soak.mjs
+//   node --expose-gc --max-semi-space-size=1 bench/soak.mjs
 //
-// The samples show the young generation's capacity and physical bytes either way, and the report says which.
+// Either way the samples show the young generation's capacity and physical bytes, and the report also gives RSS
+// less V8's physical heap, which does not depend on it.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -275,7 +278,7 @@ const seconds = (performance.now() - t0) / 1000;
 const warmupEnd = Math.max(Math.ceil(warmupFraction * N), R > 0 ? R : 0);
 const verdict = rssVerdict(samples, warmupEnd);
 const report = {
-  command: process.argv.slice(1).join(' '),
+  command: [...process.execArgv, ...process.argv.slice(1)].join(' '),
   options: { N, C, R, S, maxPrompt, maxTokens, abortRate, abortMaxMs, hangSeconds: hangMs / 1000, seed: opt.seed, threads, model },
   seconds, generations: settled, tokens, reloads, counts, problems, warmupEnd, verdict, samples,
 };
