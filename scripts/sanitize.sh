@@ -8,9 +8,9 @@
 #   bash scripts/sanitize.sh [name-filter ...]     e.g. `bash scripts/sanitize.sh memory_plan`
 #
 # The sanitized objects live in test/native/build-asan (VT_NATIVE_BUILD_DIR), apart from the normal build's
-# test/native/build, so the two never mix in one archive or link. Cold (no build-asan folder) on a 2-core VM
-# shared with other builds, 2026-12-02: 406 s (288 s compiling the engine, 20 s running the tests; the rest
-# compiling and linking the tests); a rerun after one source changed takes seconds.
+# test/native/build, so the two never mix in one archive or link. Cold (no build-asan folder) on a 2-core VM,
+# 2026-12-02: 406 s with other builds on the machine (288 s compiling the engine), 454 s as the last step of a
+# fresh-clone .ci/run (whole CI 863 s of its 90 min); a rerun after one source changed takes a minute or two.
 #
 # Environment: VT_FUZZ_SECONDS (default 20) is how long each fuzz target runs; CXX overrides the compiler;
 # ASAN_OPTIONS / UBSAN_OPTIONS set by the caller win over the defaults below.
