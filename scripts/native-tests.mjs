@@ -9,6 +9,12 @@
 // rebuilt when its source or any header it included (as g++ -MMD recorded) is newer, or the flags changed.
 // A source that fails to compile fails the run, but the tests that do not need it still build and run.
 // CXX overrides the compiler. Exit code: 0 only if everything built and every test passed.
+//
+// Other builds of the same tests (scripts/sanitize.sh's ASan + UBSan build) keep their objects apart, so that
+// objects built with different flags never meet in one archive or link:
+//   VT_NATIVE_BUILD_DIR  build folder, relative to the repository root (default test/native/build)
+//   VT_NATIVE_CXXFLAGS   extra compile flags, after the defaults (split on spaces)
+//   VT_NATIVE_LDFLAGS    extra link flags (split on spaces)
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -16,11 +22,15 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const buildDir = join(root, 'test/native/build');
+const buildDir = resolve(root, process.env.VT_NATIVE_BUILD_DIR || 'test/native/build');
 const objDir = join(buildDir, 'obj');
 const cxx = process.env.CXX || 'g++';
-const cflags = ['-std=c++20', '-O2', '-g', '-pthread', '-Icuda/include', '-Icuda/src', '-Ithird_party/nlohmann/include'];
-const ldflags = ['-pthread', '-ldl'];
+const envFlags = (name) => (process.env[name] ?? '').split(/\s+/).filter(Boolean);
+const cflags = [
+  ...['-std=c++20', '-O2', '-g', '-pthread', '-Icuda/include', '-Icuda/src', '-Ithird_party/nlohmann/include'],
+  ...envFlags('VT_NATIVE_CXXFLAGS'),
+];
+const ldflags = ['-pthread', '-ldl', ...envFlags('VT_NATIVE_LDFLAGS')];
 const filters = process.argv.slice(2);
 const timeoutMs = 1000 * Number(process.env.VT_NATIVE_TEST_TIMEOUT_S || 300);  // per test program
 

@@ -32,8 +32,10 @@ std::vector<int32_t> plan_graph_buckets(const vt_cuda_graphs &g, int32_t max_seq
     const int32_t b = g.buckets[i];
     check_option(b >= 1 && b <= max_seqs, "cudaGraphs.buckets[" + std::to_string(i) + "] is " + std::to_string(b) +
                                               "; each bucket must be from 1 to maxSeqs (" + std::to_string(max_seqs) + ")");
-    check_option(i == 0 || b > g.buckets[i - 1], "cudaGraphs.buckets must be strictly ascending; buckets[" + std::to_string(i) +
-                                                     "] is " + std::to_string(b) + ", after " + std::to_string(g.buckets[i - 1]));
+    // The message names buckets[i - 1], so it is built only when there is one (i > 0) and the check failed.
+    if (i > 0 && b <= g.buckets[i - 1])
+      fail(VT_ERR_INVALID_OPTION, "cudaGraphs.buckets must be strictly ascending; buckets[" + std::to_string(i) + "] is " +
+                                      std::to_string(b) + ", after " + std::to_string(g.buckets[i - 1]));
   }
   if (g.n_buckets > 0)
     check_option(g.max_batch == 0 || g.max_batch >= g.buckets[g.n_buckets - 1],

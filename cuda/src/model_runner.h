@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "host_pages.h"
 #include "models/decoder.h"
 #include "sampling.h"
 #include "scheduler.h"
@@ -50,7 +51,7 @@ class ModelRunner {
   std::vector<int32_t> seq_q_start_, seq_pos0_;       // (n_seqs + 1), (n_seqs)
   std::vector<int32_t> block_tables_;                 // (n_seqs, max_blocks)
   std::vector<int32_t> logit_rows_;                   // (n_sampled)
-  std::vector<float> logits_;                         // (n_sampled, vocab)
+  PageVector<float> logits_;                          // (n_sampled, vocab), in pages of its own (host_pages.h)
   std::vector<int32_t> tokens_out_;                   // (n_sampled) tokens picked on the device
   std::vector<float> sampled_lps_;                    // (n_sampled) their logprobs
   std::vector<int32_t> top_ids_;                      // (n_sampled, top_n)
@@ -67,7 +68,7 @@ class ModelRunner {
   ProcessorLists proc_lists_;                         // the step's, when some sampled row has processors
   std::vector<std::vector<float>> prompt_lp_;         // per chunk
   std::vector<int32_t> prompt_lp_start_;              // per chunk
-  std::vector<float> block_logits_;                   // (kPromptBlock, vocab) scratch for teacher forcing
+  PageVector<float> block_logits_;                    // (kPromptBlock, vocab) scratch for teacher forcing
   void teacher_force(size_t c, const ScheduledChunk &chunk, int32_t first_row);
 };
 

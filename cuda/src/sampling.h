@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "host_pages.h"
+
 namespace vt {
 
 // xoshiro256** seeded through splitmix64: fast, small state, good statistics.
@@ -35,9 +37,10 @@ struct SampleResult {
 };
 
 // Scratch space reused across calls so the hot path does not allocate.
+// Vocabulary-sized, held by the engine for its life: in pages of their own (host_pages.h says why).
 struct SamplerScratch {
-  std::vector<float> probs;
-  std::vector<int32_t> idx;
+  PageVector<float> probs;
+  PageVector<int32_t> idx;
 };
 
 // logits(vocab) fp32 are read, not modified. Order of the filters, as in transformers' generate():

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_ops.h"
+#include "host_pages.h"
 #include "kv_cache.h"
 #include "loader/config.h"
 #include "loader/weights.h"
@@ -44,18 +45,18 @@ class DenseDecoder : public Decoder {
   float rope_scale_ = 1.f;
   int32_t max_tokens_;
 
-  // RunState: activations for up to max_tokens rows
-  std::vector<float> residual_;  // (T, hidden) the running sum of the residual stream
-  std::vector<float> normed_;    // (T, hidden) the normalised input of the current sub-block
-  std::vector<float> q_;         // (T, n_heads * head_dim)
-  std::vector<float> k_, v_;     // (T, n_kv_heads * head_dim)
-  std::vector<float> attn_;      // (T, n_heads * head_dim)
-  std::vector<float> proj_;      // (T, hidden) output of o_proj / down_proj before the residual add
-  std::vector<float> gate_, up_; // (T, intermediate)
-  std::vector<float> last_;      // (n, hidden) final-normed rows gathered for project()
+  // RunState: activations for up to max_tokens rows, in pages of their own (host_pages.h says why)
+  PageVector<float> residual_;  // (T, hidden) the running sum of the residual stream
+  PageVector<float> normed_;    // (T, hidden) the normalised input of the current sub-block
+  PageVector<float> q_;         // (T, n_heads * head_dim)
+  PageVector<float> k_, v_;     // (T, n_kv_heads * head_dim)
+  PageVector<float> attn_;      // (T, n_heads * head_dim)
+  PageVector<float> proj_;      // (T, hidden) output of o_proj / down_proj before the residual add
+  PageVector<float> gate_, up_; // (T, intermediate)
+  PageVector<float> last_;      // (n, hidden) final-normed rows gathered for project()
   bool overlap_ = false;                    // VT_CPU_OVERLAP=1
   std::vector<std::vector<int32_t>> begun_;  // picks of the begun reads, oldest first (the last: the next tokens)
-  std::vector<float> logits_;                // chain_begin's
+  PageVector<float> logits_;                 // chain_begin's
 };
 
 }  // namespace vt
