@@ -173,7 +173,9 @@ async function reload() {
   engine = null;
   epoch += 1;
   await old.dispose();
-  // dispose() resolves once every generation of the engine has settled: any left here is lost.
+  // dispose() resolves once every generation of the engine has settled: any left here is lost. One macrotask
+  // first, so that the settle handlers this soak chained on each generation (a few microtasks each) have run.
+  await new Promise((resolve) => setImmediate(resolve));
   for (const r of inflight) {
     if (r.epoch < epoch && !r.settled && !r.hung) problems.push(`lost: request ${r.n} not settled after dispose()`);
   }
