@@ -1,20 +1,13 @@
 // Mutations of config.json: missing and mistyped fields, edge numbers, and values the engine may not implement
 // (activation, RoPE kind and parameters, attention/MLP bias, sliding window, quantization, architecture).
 import { raw, show, stringify } from '../raw-json.mjs';
+import { jsonEdit } from './edit.mjs';
 import { edgeNumber, isObject, otherType, randomKey } from './values.mjs';
 
 const FILE = 'config.json';
 
-/** A config.json mutation: edits the parsed object in place and says what it did. */
-const edit = (kind, fn) => ({
-  kind,
-  applies: (base) => base.files.includes(FILE),
-  apply(m, rng) {
-    const cfg = m.json(FILE);
-    if (!isObject(cfg)) return null;
-    return fn(cfg, rng, m);
-  },
-});
+/** A config mutation: edits the parsed object in place and says what it did. */
+const edit = jsonEdit(FILE);
 
 /** Sets a top-level field and describes it. */
 function set(cfg, key, value) {

@@ -1,21 +1,15 @@
 // Mutations of generation_config.json: the sampling fields and token ids the engine reads, retyped or at the
 // edges of their ranges.
 import { raw, show } from '../raw-json.mjs';
-import { isObject, otherType, randomKey } from './values.mjs';
+import { jsonEdit } from './edit.mjs';
+import { otherType, randomKey } from './values.mjs';
 
 const FILE = 'generation_config.json';
 const FIELDS = ['do_sample', 'temperature', 'top_k', 'top_p', 'min_p', 'repetition_penalty', 'eos_token_id', 'bos_token_id',
   'max_length', 'max_new_tokens', 'pad_token_id'];
 
-const edit = (kind, fn) => ({
-  kind,
-  applies: (base) => base.files.includes(FILE),
-  apply(m, rng) {
-    const j = m.json(FILE);
-    if (!isObject(j)) return null;
-    return fn(j, rng, m);
-  },
-});
+/** A generation_config mutation: edits the parsed object in place and says what it did. */
+const edit = jsonEdit(FILE);
 
 export const generationConfigMutations = [
   edit('generation-config/retype-field', (j, rng) => {

@@ -1,19 +1,13 @@
 // Mutations of tokenizer_config.json: chat templates that do not parse, raise, or have the wrong type (and valid
 // ones, added to a checkpoint that had none), special tokens of the wrong type, other fields retyped.
 import { show } from '../raw-json.mjs';
-import { isObject, otherType, randomKey } from './values.mjs';
+import { jsonEdit } from './edit.mjs';
+import { otherType, randomKey } from './values.mjs';
 
 const FILE = 'tokenizer_config.json';
 
-const edit = (kind, fn) => ({
-  kind,
-  applies: (base) => base.files.includes(FILE),
-  apply(m, rng) {
-    const j = m.json(FILE);
-    if (!isObject(j)) return null;
-    return fn(j, rng, m);
-  },
-});
+/** A tokenizer_config mutation: edits the parsed object in place and says what it did. */
+const edit = jsonEdit(FILE);
 
 const VALID_TEMPLATE = '{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}';
 

@@ -1,19 +1,13 @@
 // Mutations of tokenizer.json: missing or mistyped parts, a model type that is wrong or unknown, added tokens with
 // ids that are not token ids, vocabularies of the wrong shape.
 import { raw, show } from '../raw-json.mjs';
+import { jsonEdit } from './edit.mjs';
 import { isObject, otherType } from './values.mjs';
 
 const FILE = 'tokenizer.json';
 
-const edit = (kind, fn) => ({
-  kind,
-  applies: (base) => base.files.includes(FILE),
-  apply(m, rng) {
-    const j = m.json(FILE);
-    if (!isObject(j)) return null;
-    return fn(j, rng, m);
-  },
-});
+/** A tokenizer mutation: edits the parsed object in place and says what it did. */
+const edit = jsonEdit(FILE);
 
 const added = (j) => (Array.isArray(j.added_tokens) ? j.added_tokens.filter(isObject) : []);
 
