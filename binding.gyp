@@ -26,7 +26,13 @@
       "cflags_cc": ["-std=c++20", "-fexceptions", "-O3", "-fno-math-errno", "-Wall", "-Wno-unused-parameter"],
       "ldflags": ["-pthread", "-ldl"],
       "conditions": [
-        ["OS=='linux'", { "cflags_cc": ["-pthread", "-fvisibility=hidden"] }]
+        ["OS=='linux'", { "cflags_cc": ["-pthread", "-fvisibility=hidden"] }],
+        # Prebuilds (scripts/prebuild.mjs sets VTENGINE_STATIC_RUNTIME=1): libstdc++ and libgcc linked in, so the
+        # binary needs nothing of the compiler on the user's machine, only glibc (<= 2.34, checked by
+        # test/package/prebuild-binaries.test.ts; binding/glibc_compat.cpp). --exclude-libs keeps their symbols
+        # out of the dynamic table: the addon's calls bind to its own copy, never to the host's libstdc++.
+        ["OS=='linux' and '<!(node -p \"process.env.VTENGINE_STATIC_RUNTIME || 0\")'=='1'",
+         { "ldflags": ["-static-libstdc++", "-static-libgcc", "-Wl,--exclude-libs,ALL"] }]
       ]
     }
   ]

@@ -4,7 +4,7 @@
 // 512-token prompt; and, in the same run, the machine's memory read bandwidth and the decode limit it implies
 // (weight bytes read per token / bandwidth). Prints a table and one JSON line; medians of --runs runs.
 //
-//   npm run build && node bench/cpu.mjs [--threads 2] [--runs 3] [--tokens 64] [--peer llama-cpp]
+//   npm run build:all && node bench/cpu.mjs [--threads 2] [--runs 3] [--tokens 64] [--peer llama-cpp]
 //
 // --peer llama-cpp: afterwards (never concurrently), bench/peer-llama-cpp.mjs measures node-llama-cpp 3.21.1 in a
 // child process on the same checkpoint (converted to GGUF, same weights) the same way; the table and the JSON gain

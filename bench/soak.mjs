@@ -6,7 +6,7 @@
 // error or a result that breaks the API's promises; the RSS verdict is reported, not a failure (it is a figure
 // for bench/RESULTS.md, measured on a shared machine).
 //
-//   npm run build && node --expose-gc bench/soak.mjs [--generations 10000] [--concurrency 8] [--reload-every 500]
+//   npm run build:all && node --expose-gc bench/soak.mjs [--generations 10000] [--concurrency 8] [--reload-every 500]
 //       [--sample-every 100] [--max-prompt 200] [--max-tokens 64] [--abort-rate 0.2] [--abort-max-ms 40]
 //       [--seed 1] [--threads 0] [--model DIR] [--json FILE]
 //

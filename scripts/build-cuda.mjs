@@ -6,6 +6,9 @@
 //   node scripts/build-cuda.mjs                  all targets (release / prebuilt builds)
 //   node scripts/build-cuda.mjs --arch sm_90a    one target, for development (repeat --arch for more)
 //   node scripts/build-cuda.mjs --no-cuda        an empty kernel table (a CPU-only build), as without nvcc
+//   node scripts/build-cuda.mjs --local          a source install's build (scripts/install.mjs): the targets in
+//                                                VTENGINE_CUDA_ARCH (e.g. sm_90a,sm_120, or "all"), else those of
+//                                                the GPUs nvidia-smi lists; none (no GPU): an empty kernel table
 //   options: --jobs N (parallel nvcc runs; default: CPU count), --force (ignore up-to-date checks),
 //            --keep-going (report every failing file), --list-targets, --experiments (also the kernels of
 //            experiments that are off by default, e.g. bench/cuda-sync.cpp's kernels: development and GPU
@@ -43,10 +46,10 @@ function parseArgs(argv) {
     else if (a === '--keep-going') o.keepGoing = true;
     else if (a === '--no-cuda') o.noCuda = true;
     else if (a === '--experiments') o.experiments = true;
+    else if (a === '--local') o.local = true;
     else if (a === '--list-targets') { console.log(ALL_TARGETS.join(' ') + ` + ${PTX} PTX`); process.exit(0); }
     else { console.error(`build-cuda: unknown argument ${a}`); process.exit(2); }
   }
-  for (const a of o.arch) if (!/^sm_\d+a?$/.test(a)) { console.error(`build-cuda: bad --arch ${a} (e.g. sm_90a)`); process.exit(2); }
   if (!(o.jobs >= 1)) o.jobs = 1;
   return o;
 }
@@ -112,11 +115,45 @@ function run(cmd, args) {
   });
 }
 
+// The cubin target for a compute capability as nvidia-smi prints it ("9.0" -> sm_90a): Hopper and Blackwell
+// datacenter parts get their "a" target, whose wgmma / tcgen05 kernels the portable one lacks.
+function targetForCapability(cap) {
+  const m = /^(\d+)\.(\d+)$/.exec(cap.trim());
+  if (!m) return null;
+  const sm = `sm_${m[1]}${m[2]}`;
+  return m[1] === '9' || m[1] === '10' ? `${sm}a` : sm;
+}
+
+// --local: what a source install builds for. VTENGINE_CUDA_ARCH wins; else the GPUs of this machine.
+function localTargets() {
+  const env = (process.env.VTENGINE_CUDA_ARCH ?? '').trim();
+  if (env === 'all') return { targets: [], why: 'VTENGINE_CUDA_ARCH=all' };
+  if (env) return { targets: env.split(',').map((a) => a.trim()).filter(Boolean), why: 'VTENGINE_CUDA_ARCH' };
+  let caps = [];
+  try {
+    caps = execFileSync('nvidia-smi', ['--query-gpu=compute_cap', '--format=csv,noheader'],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).split('\n').filter((l) => l.trim());
+  } catch { /* no driver, no GPU */ }
+  const targets = [...new Set(caps.map(targetForCapability).filter(Boolean))];
+  return { targets, why: targets.length ? `the GPUs of this machine (compute capability ${caps.map((c) => c.trim()).join(', ')})` : null };
+}
+
 const opts = parseArgs(process.argv.slice(2));
 const t0 = Date.now();
+if (opts.local && !opts.noCuda) {
+  const { targets, why } = localTargets();
+  if (!why) {
+    opts.noCuda = true;
+    opts.noCudaWhy = 'no NVIDIA GPU found by nvidia-smi (set VTENGINE_CUDA_ARCH=sm_90a, or =all, to build kernels anyway)';
+  } else {
+    opts.arch.push(...targets);
+    console.log(`build-cuda: kernels for ${targets.length ? targets.join(' ') : 'all targets'} (${why})`);
+  }
+}
+for (const a of opts.arch) if (!/^sm_\d+a?$/.test(a)) { console.error(`build-cuda: bad target ${a} (e.g. sm_90a)`); process.exit(2); }
 const nvcc = opts.noCuda ? null : findNvcc();
 if (!nvcc) {
-  const why = opts.noCuda ? '--no-cuda' : 'nvcc not found (set NVCC=...)';
+  const why = opts.noCudaWhy ?? (opts.noCuda ? '--no-cuda' : 'nvcc not found (set NVCC=...)');
   const changed = writeIfChanged(incPath, renderInc([], `${why}: no kernels`));
   console.log(`build-cuda: ${why}; wrote an empty kernel table${changed ? '' : ' (unchanged)'}; ` +
               'the build will run on the CPU only');
@@ -125,7 +162,10 @@ if (!nvcc) {
 
 const targets = opts.arch.length ? opts.arch : ALL_TARGETS;
 const full = !opts.arch.length;
-const flags = ['-std=c++17', '-O3', '-fatbin', '--threads', '1', '-Xptxas=-warn-spills', ...gencodes(targets, full),
+// --compress-mode=size: the driver (13.0+, which these kernels need anyway) inflates each image at module load;
+// the binary shrinks ~8x (all targets: 43 MB -> ~5 MB; bench/RESULTS.md "Prebuilt binaries").
+const flags = ['-std=c++17', '-O3', '-fatbin', '--threads', '1', '--compress-mode=size', '-Xptxas=-warn-spills',
+               ...gencodes(targets, full),
                ...(opts.experiments ? ['-DVT_CUDA_EXPERIMENTS=1'] : [])];
 const sources = readdirSync(srcDir).filter((f) => f.endsWith('.cu')).sort();
 const headers = readdirSync(srcDir).filter((f) => f.endsWith('.cuh')).map((f) => join(srcDir, f));

@@ -116,10 +116,12 @@ void test_gemv_fused(Env &env, cuda::Ops &ops) {
                    if (!close(got, ref, tol_for(act), guard, &why,
                               accumulation_floor(std::sqrt(tss / double(terms.size())), K, tol_for(act))))
                      return false;
-                   // and the separate kernels' result within the same tolerance (the input rounded at another
-                   // point), relative to the size of the terms where that exceeds the outputs' rms: one output (N 1)
-                   // has no rms to stand for them, and its sum can cancel (seen at 1.08x the bound at K 64).
-                   if (!close(got, download(apart), tol_for(act), true, &why, std::sqrt(tss / double(terms.size()))))
+                   // and the separate kernels' result (the input rounded at another point): each is within the op
+                   // tolerance of the exact product, so the two are within twice it of each other (the triangle
+                   // inequality; at once the bound missed by 1.02-1.05x in 1 of 6 bf16 runs on the H200), relative
+                   // to the size of the terms where that exceeds the outputs' rms: one output (N 1) has no rms to
+                   // stand for them, and its sum can cancel (seen at 1.08x the bound at K 64).
+                   if (!close(got, download(apart), 2 * tol_for(act), true, &why, std::sqrt(tss / double(terms.size()))))
                      return why = "vs rmsnorm + gemv: " + why, false;
                    return true;
                  });
