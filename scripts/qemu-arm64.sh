@@ -63,8 +63,20 @@ arm "$root/test/helpers/golden-check.mjs" --package "$pkg" --device cpu > "$cach
 check "golden fixtures on arm64 (NEON)" $? "$(tail -1 "$cache/golden.txt")"
 grep -v '^ok ' "$cache/golden.txt" | head -20
 
+# A C++ exception thrown and caught inside the binary (a corrupt safetensors header: nlohmann's parse error, then the
+# engine's own), which unwinds through the statically linked libgcc and binding/glibc_compat.cpp's
+# _dl_find_object: a typed EngineError must come out, not a crash.
+bad="$cache/bad-checkpoint" && rm -rf "$bad" && cp -r "$root/test/fixtures/qwen3-tok" "$bad"
+printf '!' | dd of="$(ls "$bad"/*.safetensors | head -1)" bs=1 seek=9 conv=notrunc status=none  # '{!': bad JSON
+err=$(arm --input-type=module -e "
+  const { Engine, EngineError } = await import('$pkg/dist/index.js');
+  try { await Engine.load('$bad'); console.log('loaded'); } catch (e) { console.log((e instanceof EngineError) + ' ' + e.code + ': ' + e.message); }
+" 2>&1)
+[[ "$err" == "true ERR_BAD_CHECKPOINT: "* ]]
+check "a corrupt checkpoint gives a typed error (C++ exceptions unwind on arm64)" $? "$(echo "$err" | head -c 200)"
+
 expected=$(node -e "process.stdout.write(JSON.parse(require('fs').readFileSync('$root/test/fixtures/default-model/transformers-reference.json','utf8')).greedy.text)")
-got=$(arm "$pkg/dist/cli/main.js" run --max-tokens 48 --temperature 0 "def fibonacci(n):" 2>&1)
+got=$(arm "$pkg/dist/cli/main.js" run --echo --max-tokens 48 --temperature 0 --repetition-penalty 1 "def fibonacci(n):" 2>/dev/null)
 [ "$got" = "$expected" ]
 check "vtengine run: the default model gives transformers' greedy text" $? "$(echo "$got" | head -2 | tr '\n' ' ')"
 
