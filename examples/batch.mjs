@@ -5,13 +5,13 @@
 //
 // MODEL_DIR: a Hugging Face checkpoint folder (default: the packaged default model).
 // PROMPT: text; comma-separated numbers ("9707,11,1879") are token ids, for checkpoints without a tokenizer.
-import { Engine } from 'vtengine';
+import { DEFAULT_MODEL_DIR, Engine } from 'vtengine';
 
 const [modelDir, ...args] = process.argv.slice(2);
 const prompts = args.length > 0 ? args : ['def fibonacci(n):', 'class Stack:', 'import os\n\ndef main():'];
 const inputOf = (p) => (/^\d+(,\d+)*$/.test(p) ? { tokens: p.split(',').map(Number) } : { prompt: p });
 
-const engine = await Engine.load(modelDir);
+const engine = await Engine.load(modelDir ?? DEFAULT_MODEL_DIR); // an unset path is an error, not the default
 try {
   const started = performance.now();
   // generate() returns at once; start them all, then wait for all of them.

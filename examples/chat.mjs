@@ -4,12 +4,12 @@
 //   node examples/chat.mjs [MODEL_DIR] [QUESTION...]
 //
 // MODEL_DIR: a Hugging Face checkpoint folder (default: the packaged default model).
-import { Engine } from 'vtengine';
+import { DEFAULT_MODEL_DIR, Engine } from 'vtengine';
 
 const [modelDir, ...args] = process.argv.slice(2);
 const questions = args.length > 0 ? args : ['What does a Python generator do?', 'Show me a short example.'];
 
-const engine = await Engine.load(modelDir);
+const engine = await Engine.load(modelDir ?? DEFAULT_MODEL_DIR); // an unset path is an error, not the default
 try {
   const messages = [{ role: 'system', content: 'You are a helpful assistant. Answer briefly.' }];
   for (const question of questions) {

@@ -4,7 +4,7 @@
 // Run as an app's main script (`electron electron-main.js MODEL_DIR`, plus a preload that exposes the channels).
 // Packaged with ASAR: unpack vtengine's prebuilds (and models/default) as the README's Electron section says.
 import { BrowserWindow, type IpcMainEvent, app, ipcMain } from 'electron';
-import { Engine, EngineError, type Generation } from 'vtengine';
+import { DEFAULT_MODEL_DIR, Engine, EngineError, type Generation } from 'vtengine';
 
 let engine: Engine | undefined;
 const running = new Map<number, Generation>(); // by webContents id: one generation per window at a time
@@ -41,5 +41,5 @@ app.on('before-quit', (event) => {
 await app.whenReady();
 const win = new BrowserWindow({ width: 900, height: 700 });
 void win.loadFile('index.html');
-engine = await Engine.load(process.argv[2], { onProgress: (p) => win.webContents.send('llm:progress', p) });
+engine = await Engine.load(process.argv[2] ?? DEFAULT_MODEL_DIR, { onProgress: (p) => win.webContents.send('llm:progress', p) });
 win.webContents.send('llm:ready', engine.modelInfo);

@@ -4,12 +4,12 @@
 //
 // MODEL_DIR: a Hugging Face checkpoint folder (default: the packaged default model).
 // PROMPT: text; comma-separated numbers ("9707,11,1879") are token ids, for checkpoints without a tokenizer.
-import { Engine } from 'vtengine';
+import { DEFAULT_MODEL_DIR, Engine } from 'vtengine';
 
 const [modelDir, prompt = 'def fibonacci(n):'] = process.argv.slice(2);
 const tokens = /^\d+(,\d+)*$/.test(prompt) ? prompt.split(',').map(Number) : undefined;
 
-const engine = await Engine.load(modelDir);
+const engine = await Engine.load(modelDir ?? DEFAULT_MODEL_DIR); // an unset path is an error, not the default
 try {
   const gen = engine.generate(tokens ? { tokens } : { prompt }, { maxTokens: 24 });
 

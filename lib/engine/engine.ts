@@ -103,7 +103,9 @@ export class Engine implements AsyncDisposable {
    *
    * @param dir - the checkpoint folder, absolute or relative to the current directory. Leave it out (pass the
    * options first, or nothing) to load the packaged default model ({@link DEFAULT_MODEL_DIR}): a tiny Qwen3 trained
-   * on Python's standard library, for trying the SDK out.
+   * on Python's standard library, for trying the SDK out. A `dir` that is `undefined`, `null` or `''` is an
+   * {@link InvalidOptionError}, not the default model: `Engine.load(process.env.MODEL)` with the variable unset
+   * fails rather than loading the toy (write `Engine.load(process.env.MODEL ?? DEFAULT_MODEL_DIR)` to mean it).
    * @param options - see {@link LoadOptions}.
    * @returns the engine, once the weights are in place and the KV pool is allocated.
    * @throws (rejects with) an {@link EngineError}: {@link InvalidOptionError} for bad options,
@@ -125,8 +127,8 @@ export class Engine implements AsyncDisposable {
    * ```
    */
   static async load(dir: string, options?: LoadOptions): Promise<Engine>;
-  static async load(dirOrOptions?: string | LoadOptions, maybeOptions?: LoadOptions): Promise<Engine> {
-    const { dir, options, params } = loadTarget('load', dirOrOptions, maybeOptions);
+  static async load(...args: [] | [LoadOptions?] | [string, LoadOptions?]): Promise<Engine> {
+    const { dir, options, params } = loadTarget('load', args);
     const { onProgress, signal } = options ?? {};
     if (signal?.aborted) throw new AbortError('Engine.load was aborted before it started.', { cause: signal.reason });
     const addon = loadAddon();
@@ -213,8 +215,8 @@ export class Engine implements AsyncDisposable {
    * @param options - see {@link LoadOptions}.
    */
   static async estimate(options?: LoadOptions): Promise<MemoryEstimate>;
-  static async estimate(dirOrOptions?: string | LoadOptions, maybeOptions?: LoadOptions): Promise<MemoryEstimate> {
-    const { dir, params } = loadTarget('estimate', dirOrOptions, maybeOptions);
+  static async estimate(...args: [] | [LoadOptions?] | [string, LoadOptions?]): Promise<MemoryEstimate> {
+    const { dir, params } = loadTarget('estimate', args);
     return estimateMemory(loadAddon(), path.resolve(dir), params);
   }
 
@@ -544,18 +546,27 @@ function booleanOption(options: unknown, name: string, method: string): boolean 
 }
 
 /** The folder and options of `Engine.load(dir?, options?)` / `Engine.estimate(dir?, options?)`, checked. */
+// The packaged default model only when no folder is passed at all (`load()`, `load(options)`): a folder argument
+// that is undefined, null or '' is almost always an unset variable (`Engine.load(process.env.MODEL)`), and
+// loading the toy model in its place would hide that.
 function loadTarget(
   method: string,
-  dirOrOptions: string | LoadOptions | undefined,
-  maybeOptions: LoadOptions | undefined,
+  args: readonly unknown[],
 ): { dir: string; options: LoadOptions | undefined; params: NativeLoadParams } {
-  const useDefault = dirOrOptions === undefined || (typeof dirOrOptions === 'object' && dirOrOptions !== null);
-  const dir = useDefault ? DEFAULT_MODEL_DIR : dirOrOptions;
-  const options = useDefault ? (dirOrOptions as LoadOptions | undefined) : maybeOptions;
-  const params = validateLoadOptions(options);
+  const [first, second] = args;
+  const optionsFirst = args.length === 0 || (typeof first === 'object' && first !== null);
+  const dir = optionsFirst ? DEFAULT_MODEL_DIR : first;
+  const options = (optionsFirst ? first : second) as LoadOptions | undefined;
   if (typeof dir !== 'string' || dir.length === 0) {
-    throw new InvalidOptionError(`Engine.${method} needs the path of a checkpoint folder (with config.json), got ${show(dir)}.`);
+    const unset = dir === undefined || dir === null || dir === '';
+    throw new InvalidOptionError(
+      `Engine.${method} needs the path of a checkpoint folder (with config.json), got ${show(dir)}` +
+        (unset
+          ? `: an unset variable? Call Engine.${method}() without a folder for the packaged default model.`
+          : '.'),
+    );
   }
+  const params = validateLoadOptions(options);
   return { dir, options, params };
 }
 

@@ -60,6 +60,23 @@ const base = randomCheckpoint('tiny-qwen3', 'bfloat16');
 const codes = new Map<string, string>();
 
 describe('bad input', () => {
+  it('an unset folder (undefined, null, \'\') → ERR_INVALID_OPTION, never the packaged default model', async () => {
+    const unset = process.env.VT_SURELY_UNSET_MODEL_DIR; // the case this guards: Engine.load(process.env.MODEL)
+    for (const [dir, shown] of [[unset, 'undefined'], [null, 'null'], ['', '""']] as const) {
+      for (const call of [() => Engine.load(dir as string), () => Engine.load(dir as string, { device: 'cpu' }),
+        () => Engine.estimate(dir as string)]) {
+        const err = (await call().catch((e: unknown) => e)) as EngineError;
+        expect(err).toBeInstanceOf(EngineError);
+        expect(err.code).toBe('ERR_INVALID_OPTION');
+        expect(err.message).toContain(`got ${shown}: an unset variable?`);
+      }
+    }
+    // No folder at all (or options first) is still the default model.
+    const engine = await Engine.load({ device: 'cpu' });
+    expect(engine.modelInfo.architecture).toBe('Qwen3ForCausalLM');
+    await engine.dispose();
+  });
+
   it('missing folder → ERR_MODEL_NOT_FOUND', async () => {
     const err = await loadError(join(tempDir(), 'does-not-exist'));
     expect(err.code).toBe('ERR_MODEL_NOT_FOUND');
