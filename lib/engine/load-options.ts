@@ -94,12 +94,13 @@ export interface LoadOptions {
    */
   gpuMemoryUtilization?: number;
   /**
-   * Activation precision on the GPU: `'bfloat16'` (the default: tensor cores for prefill and large batches; the
+   * The type of the activations on the GPU (what the kernels compute and hand each other), not of the weights,
+   * which keep the checkpoint's format: `'bfloat16'` (the default: tensor cores for prefill and large batches; the
    * residual stream, softmax and logits stay fp32; within transformers' own bf16 error of float64 references)
    * or `'float32'` (exact against fp32 references to rounding, slower prefill; for debugging and tests).
    * Default `'auto'`, which is `'bfloat16'` on the GPU. The CPU backend always computes in float32.
    */
-  dtype?: 'auto' | 'float32' | 'bfloat16';
+  activationDtype?: 'auto' | 'float32' | 'bfloat16';
   /**
    * CUDA graphs for decode steps (see {@link CudaGraphsOptions}); only the CUDA backend reads it, the CPU backend
    * ignores it. Default: on, with the default buckets. `false` is the same as `{ enabled: false }` and `true` the
@@ -124,7 +125,7 @@ const KNOWN_KEYS: readonly (keyof LoadOptions)[] = [
   'kvBlockSize',
   'kvCacheBytes',
   'gpuMemoryUtilization',
-  'dtype',
+  'activationDtype',
   'cudaGraphs',
   'onProgress',
   'signal',
@@ -146,6 +147,13 @@ const DEFAULT_MAX_SEQS = 64;
  */
 export function validateLoadOptions(options: unknown): NativeLoadParams {
   const o = optionsRecord(options, 'Engine.load options');
+  if ('dtype' in o) {
+    // Its old name: said plainly, so that nobody takes it for the weights' type (which the checkpoint decides).
+    throw new InvalidOptionError(
+      'The load option "dtype" is now "activationDtype": the type of the GPU activations ("auto", "bfloat16" or ' +
+        '"float32"). The weights keep the checkpoint\'s format.',
+    );
+  }
   rejectUnknownKeys(o, KNOWN_KEYS, 'Engine.load');
   functionOption('onProgress', o.onProgress);
   signalOption('signal', o.signal);
@@ -159,7 +167,7 @@ export function validateLoadOptions(options: unknown): NativeLoadParams {
     kvBlockSize: integerOption('kvBlockSize', o.kvBlockSize, 1, INT32_MAX) ?? 0,
     kvCacheBytes: integerOption('kvCacheBytes', o.kvCacheBytes, 1, Number.MAX_SAFE_INTEGER) ?? 0,
     gpuMemoryUtilization: gpuMemoryUtilizationOption(o.gpuMemoryUtilization, o.kvCacheBytes),
-    dtype: oneOfOption('dtype', o.dtype, ['auto', 'float32', 'bfloat16'] as const) ?? 'auto',
+    dtype: oneOfOption('activationDtype', o.activationDtype, ['auto', 'float32', 'bfloat16'] as const) ?? 'auto',
     cudaGraphs: cudaGraphsOption(o.cudaGraphs, maxSeqs),
   };
 }

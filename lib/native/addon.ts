@@ -16,7 +16,7 @@ export interface NativeLoadParams {
   kvBlockSize: number; // 0 = default
   kvCacheBytes: number; // 0 = default
   gpuMemoryUtilization: number; // 0 = unset
-  dtype: 'auto' | 'float32' | 'bfloat16'; // GPU activations
+  dtype: 'auto' | 'float32' | 'bfloat16'; // LoadOptions.activationDtype (vt_engine_params.dtype)
   cudaGraphs: NativeCudaGraphs;
 }
 

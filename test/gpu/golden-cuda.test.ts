@@ -44,7 +44,7 @@ describe.skipIf(!hasGpu)('golden greedy decoding on the GPU (float32 activations
       const ref = readReference(name);
       let engine: Engine;
       beforeAll(async () => {
-        engine = await Engine.load(fixtureDir(name), { device: 'cuda', dtype: 'float32' });
+        engine = await Engine.load(fixtureDir(name), { device: 'cuda', activationDtype: 'float32' });
       });
       afterAll(async () => {
         await engine?.dispose();

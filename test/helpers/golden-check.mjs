@@ -48,7 +48,7 @@ function topMisses(ref, step, got) {
 
 for (const name of fixtures) {
   const ref = JSON.parse(readFileSync(join(FIXTURES, name, 'reference.json'), 'utf8'));
-  const engine = await Engine.load(join(FIXTURES, name), { device: opts.device, dtype: opts.dtype });
+  const engine = await Engine.load(join(FIXTURES, name), { device: opts.device, activationDtype: opts.dtype });
   try {
     for (const [i, p] of ref.prompts.entries()) {
       const r = await engine.generate({ tokens: p.ids },

@@ -38,7 +38,7 @@ describe('validateLoadOptions', () => {
         maxBatchTokens: 1024,
         kvBlockSize: 32,
         kvCacheBytes: 2 ** 33,
-        dtype: 'bfloat16',
+        activationDtype: 'bfloat16',
         cudaGraphs: { enabled: true, maxBatch: 12, buckets: [1, 4, 12], dedup: true, capture: 'first-use' },
         onProgress: () => {},
         signal: controller.signal,
@@ -57,7 +57,9 @@ describe('validateLoadOptions', () => {
     });
     expect(validateLoadOptions({ gpuMemoryUtilization: 0.85 }).gpuMemoryUtilization).toBe(0.85);
     expect(validateLoadOptions({ gpuMemoryUtilization: 1 }).gpuMemoryUtilization).toBe(1);
-    expect(() => validateLoadOptions({ dtype: 'float16' })).toThrow(/dtype/);
+    expect(() => validateLoadOptions({ activationDtype: 'float16' })).toThrow(/Option "activationDtype" must be one of/);
+    // The old name is refused with the new one, so that nobody sets it believing it converts the weights.
+    expect(() => validateLoadOptions({ dtype: 'bfloat16' })).toThrow(/"dtype" is now "activationDtype".*weights keep the checkpoint's format/);
     expect(validateLoadOptions({ device: 'cpu' }).device).toBe('cpu');
   });
 
