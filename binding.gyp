@@ -1,6 +1,6 @@
 {
-  # One addon: the Node-API binding plus the whole native engine (C++20). The CUDA backend is added later
-  # as a prebuilt fatbin embedded in the same library (see ../shared/DESIGN.md).
+  # One addon: the Node-API binding plus the whole native engine (C++20), with the CUDA kernels embedded as
+  # fatbins (cuda/src/backend/cuda/kernels_fatbin.inc, made by scripts/build-cuda.mjs; docs/architecture.md).
   "targets": [
     {
       "target_name": "vtengine",

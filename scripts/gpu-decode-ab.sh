@@ -8,8 +8,9 @@
 # BATCHES: comma list (default 1,8). VARIANT: "label" or "label:VAR=value,VAR=value" (e.g. "no-norm:VT_CUDA_SKIP=norm"
 # or "no-small:VT_CUDA_SKIP=norm+rope+attn": what those launches cost in the step; "BIN=path" runs another build of
 # bench_cuda_engine, e.g. "base:BIN=.gpu-out/base/bench_cuda_engine" to time a kernel change against the commit
-# before it in the same call; default: the product, the experiments (256-key attention splits, lazy graphs) and
-# the null controls (fused norm off, early loads off, PDL off, graphs off, graph dedup on). JSON per variant in $OUT (else .gpu-out/ab/SHAPE).
+# before it in the same call; default: the product, an experiment (256-key attention splits), graphs captured at
+# first use, graphs off and graph dedup on. (The null controls of settled A/B tests went with their switches: a
+# kernel change is timed against the build before it, with BIN=.) JSON per variant in $OUT (else .gpu-out/ab/SHAPE).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -19,7 +20,7 @@ require_shape "$shape" "scripts/gpu-decode-ab.sh qwen3-0.6b|qwen3-8b [BATCHES] [
 batches=${2:-1,8}
 shift $(($# >= 2 ? 2 : 1))
 variants=("$@")
-[ ${#variants[@]} = 0 ] && variants=(product "split256:VT_CUDA_SPLIT_KEYS=256" "graphs-lazy:VT_CUDA_GRAPHS_LAZY=1" "fused-norm-off:VT_CUDA_FUSED_NORM=0" "early-off:VT_CUDA_EARLY_LOADS=0" "pdl-off:VT_CUDA_PDL=0" "graphs-off:--graphs=off" "dedup:--dedup=on")
+[ ${#variants[@]} = 0 ] && variants=(product "split256:VT_CUDA_SPLIT_KEYS=256" "graphs-lazy:--capture=first-use" "graphs-off:--graphs=off" "dedup:--dedup=on")
 out=${OUT:-$root/.gpu-out/ab/$shape}
 mkdir -p "$out"
 ckpt=${VT_BENCH_DIR:-/tmp/vt-bench}/$shape-bf16

@@ -91,7 +91,7 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
     e->weight_host_bytes_ = w.host_bytes;
     e->weight_mapped_bytes_ = w.bytes;
     e->device_name_ = "cpu";
-    model = std::make_unique<DenseDecoder>(c, std::move(w), *e->pool_, *e->kv_, plan.max_batch_tokens);
+    model = std::make_unique<DenseDecoder>(c, std::move(w), *e->pool_, *e->kv_, plan.max_batch_tokens, plan.tuning.cpu);
   }
   e->blocks_ = std::make_unique<BlockManager>(plan.n_blocks, plan.block_size);
   e->scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{plan.max_seqs, plan.max_batch_tokens}, *e->blocks_);
@@ -134,7 +134,7 @@ vt_memory_report Engine::memory() {
   r.kv_blocks_used = int32_t(blocks_used_.load());
   r.kv_block_size = kv_block_size_;
   r.workspace_bytes = workspace_bytes_;
-  // A CUDA engine's graphs, read now: with VT_CUDA_GRAPHS_LAZY=1 they are captured as steps first need them.
+  // A CUDA engine's graphs, read now: with cudaGraphs.capture 'first-use' they are captured as steps first need them.
   r.graphs_count = cuda_ ? cuda_->graph_count() : graphs_count_;
   r.graphs_bytes = cuda_ ? cuda_->graph_bytes() : graphs_bytes_;
   r.host_pinned_bytes = host_pinned_bytes_;

@@ -72,6 +72,7 @@ CudaDecoderParams cuda_decoder_params(const MemoryPlan &m, const vt_engine_param
   cp.graph_buckets = m.graph_buckets;  // empty when cudaGraphs is off
   cp.graph_dedup = m.graph_dedup;
   cp.graph_first_use = m.graph_first_use;
+  cp.tuning = m.tuning.cuda;
   return cp;
 }
 
@@ -98,6 +99,7 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
                "give kvCacheBytes or gpuMemoryUtilization, not both: each sizes the KV pool");
 
   MemoryPlan m;
+  m.tuning = tuning_from_env();
   const int32_t max_pos = c.max_position_embeddings;
   m.max_context = p.max_context > 0 ? p.max_context : std::min(max_pos, 8192);
   check_option(m.max_context <= max_pos, "maxContext " + std::to_string(m.max_context) +
@@ -127,10 +129,11 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
   m.kv_cache_bytes = n_blocks * m.block_size * m.kv_bytes_per_token;
 
   if (m.cuda) {
-    // cuBLASLt's workspace is counted whenever it may load (bf16 activations): at most 32 MiB too many.
+    // cuBLASLt's workspace is counted whenever it may load (bf16 activations, not VT_CUDA_CUBLASLT=0): at most
+    // 32 MiB too many, on a machine without the library.
     const CudaDecoderParams cp = cuda_decoder_params(m, p);
-    const CudaDecoder::Workspace ws =
-        CudaDecoder::plan_workspace(c, cp, cuda::device_sm_count(0), cp.act == cuda::Act::BF16);
+    const CudaDecoder::Workspace ws = CudaDecoder::plan_workspace(c, cp, cuda::device_sm_count(0),
+                                                                  cp.act == cuda::Act::BF16 && cp.tuning.cublaslt);
     m.workspace_bytes = ws.total, m.host_pinned_bytes = ws.pinned;
     return m;
   }

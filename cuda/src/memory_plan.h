@@ -8,6 +8,7 @@
 #include "loader/config.h"
 #include "models/dense_decoder_cuda.h"
 #include "vt_engine.h"
+#include "tuning.h"
 
 namespace vt {
 
@@ -30,6 +31,9 @@ struct MemoryPlan {
   std::vector<int32_t> graph_buckets;
   bool graph_dedup = false;     // buckets share executables through cuGraphExecUpdate (vt_cuda_graphs.dedup)
   bool graph_first_use = false;  // each bucket captured by its first decode step (vt_cuda_graphs.first_use)
+  // The engine's switches (tuning.h) as they were when the plan was made: the estimate, the plan and the
+  // constructors all size and build from these.
+  Tuning tuning;
 };
 
 // The default CUDA-graph buckets for a largest batch: the powers of two up to it, and it when it is not one.

@@ -6,6 +6,7 @@
 // cumulative mass crosses its target is found by bucketing the candidates' mass by logit and sorting only the
 // bucket that holds the crossing.
 #include "sampling.h"
+#include "tuning.h"
 
 #include <algorithm>
 #include <cmath>
@@ -197,8 +198,7 @@ constexpr float kLevel[kLevels] = {0x1p-10f, 0x1p-20f};
 bool use_avx2() {
   static const bool yes = [] {
     __builtin_cpu_init();
-    const char *isa = std::getenv("VT_CPU_ISA");
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && !(isa && !std::strcmp(isa, "scalar"));
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_isa_env() != "scalar";
   }();
   return yes;
 }

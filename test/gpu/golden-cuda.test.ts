@@ -1,5 +1,6 @@
-// The golden check on the GPU: every fixture's transformers reference replayed with device 'cuda' (fp32
-// activations, the CUDA default for now) under the CPU's tolerances (test/golden/greedy.test.ts): greedy ids
+// The golden check on the GPU: every fixture's transformers reference replayed with device 'cuda' and fp32
+// activations (activationDtype 'float32'; the default, bf16, is held to transformers' own bf16 error by
+// test/gpu/golden_cuda.cpp) under the CPU's tolerances (test/golden/greedy.test.ts): greedy ids
 // equal up to the first reference margin < 1e-3, top-5 logprobs within 2e-3 through that step; and batching
 // (concurrent requests give the tokens each gives alone, up to the same step). Skipped when the engine answers
 // ERR_NO_GPU (no driver, no GPU, or an addon built without kernels), which is what CI sees.

@@ -37,6 +37,13 @@ inline cuda::CUstream g_stream = nullptr;  // every copy, fill and kernel of the
 inline bool g_small = false;  // VT_TEST_SMALL: skip the big cases
 inline const char *g_only = nullptr;  // VT_TEST_ONLY: only the cases whose name contains it (e.g. "gemv_norm")
 
+// The GEMVs' plain form (no early weight loads: what a GPU without PDL runs), to check against the _early one.
+inline CudaOpsTuning plain_loads() {
+  CudaOpsTuning t;
+  t.early_loads = false;
+  return t;
+}
+
 
 inline uint16_t to_bf16(float f) {  // round to nearest even, as the kernels do
   uint32_t u;

@@ -10,10 +10,9 @@
 namespace vt {
 
 DenseDecoder::DenseDecoder(const ModelConfig &config, Weights weights, cpu::ThreadPool &pool, KvCache &kv,
-                           int32_t max_tokens)
-    : c_(config), w_(std::move(weights)), pool_(pool), kv_(kv), max_tokens_(max_tokens) {
+                           int32_t max_tokens, const CpuTuning &tuning)
+    : c_(config), w_(std::move(weights)), pool_(pool), kv_(kv), max_tokens_(max_tokens), overlap_(tuning.overlap) {
   rope_tables(c_, &inv_freq_, &rope_scale_);
-  if (const char *e = std::getenv("VT_CPU_OVERLAP")) overlap_ = e[0] == '1';
   const int64_t T = max_tokens, H = c_.hidden_size;
   const int64_t QD = int64_t(c_.n_heads) * c_.head_dim, KVD = int64_t(c_.n_kv_heads) * c_.head_dim;
   residual_.resize(T * H);

@@ -12,12 +12,15 @@
 #include "loader/config.h"
 #include "loader/weights.h"
 #include "models/decoder.h"
+#include "tuning.h"
 
 namespace vt {
 
 class DenseDecoder : public Decoder {
  public:
-  DenseDecoder(const ModelConfig &config, Weights weights, cpu::ThreadPool &pool, KvCache &kv, int32_t max_tokens);
+  // tuning.overlap (VT_CPU_OVERLAP=1, tests): chain plain-greedy decode steps as the CUDA decoder does.
+  DenseDecoder(const ModelConfig &config, Weights weights, cpu::ThreadPool &pool, KvCache &kv, int32_t max_tokens,
+               const CpuTuning &tuning = {});
 
   void forward(const ForwardBatch &b) override;
 
@@ -54,7 +57,7 @@ class DenseDecoder : public Decoder {
   PageVector<float> proj_;      // (T, hidden) output of o_proj / down_proj before the residual add
   PageVector<float> gate_, up_; // (T, intermediate)
   PageVector<float> last_;      // (n, hidden) final-normed rows gathered for project()
-  bool overlap_ = false;                    // VT_CPU_OVERLAP=1
+  bool overlap_ = false;                    // CpuTuning::overlap (VT_CPU_OVERLAP=1, tests)
   std::vector<std::vector<int32_t>> begun_;  // picks of the begun reads, oldest first (the last: the next tokens)
   PageVector<float> logits_;                 // chain_begin's
 };

@@ -85,14 +85,14 @@ CUdeviceptr CudaDecoder::scratch(size_t elems, size_t elem_size) {
   return p;
 }
 
-bool CudaDecoder::processors_switch(const ModelConfig &c) {
-  const char *sample = std::getenv("VT_CUDA_SAMPLE"), *pen = std::getenv("VT_CUDA_PENALTIES");
-  return !(pen && pen[0] == '0') && !(sample && sample[0] == '0') && c.vocab_size <= cuda::Ops::kSampleMaxVocab;
+bool CudaDecoder::processors_on_device(const ModelConfig &c, const CudaTuning &t) {
+  return t.penalties_on_device && t.sample_on_device && c.vocab_size <= cuda::Ops::kSampleMaxVocab;
 }
 
 CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const CudaDecoderParams &p, int sm_count,
-                                                   bool with_blas, bool sub_f32) {
+                                                   bool with_blas) {
   Workspace ws;
+  const bool sub_f32 = p.tuning.sublayer_f32 && p.act == cuda::Act::BF16;
   const int64_t as = int64_t(cuda::act_size(p.act)), ps = sub_f32 ? 4 : as;
   const int64_t T = p.max_tokens, H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
   const int64_t QD = int64_t(c.n_heads) * c.head_dim, KVD = int64_t(c.n_kv_heads) * c.head_dim, QKV = QD + 2 * KVD;
@@ -111,9 +111,10 @@ CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const C
   // Every buffer the constructor allocates (scratch() and the rest): the fp32 residual stream, the final normed
   // rows (fp32, apart from normed_ with bf16 activations) and the gathered lm_head rows; q|k|v, attention
   // output, gate|up and the SwiGLU product; logits, greedy ids and logprobs; attention partials; the step's
-  // integers and the row list; the logits processors' staging (unless VT_CUDA_PENALTIES=0); cuBLASLt's workspace; the
+  // integers and the row list; the logits processors' staging (processors_on_device); cuBLASLt's workspace; the
   // fused norm's partial sums of squares.
-  ws.total = 4 * kNormSsRows * cuda::Ops::norm_parts(H) + (processors_switch(c) ? int64_t(kProcBytes) : 0) +
+  const bool processors = processors_on_device(c, p.tuning);
+  ws.total = 4 * kNormSsRows * cuda::Ops::norm_parts(H) + (processors ? int64_t(kProcBytes) : 0) +
              as * T * (H + QKV + QD + I + 2 * I) + ps * T * H + 4 * T * H + (as == 2 ? 4 * T * H : 0) + 4 * R * H +
              as * R * H + R * V * 4 + 8 * R + ws.attn_bytes + int64_t(ws.meta_elems) * 4 + 4 * R +
              int64_t(sizeof(cuda::SampleRow)) * R + 8 * kMaxTopLogprobs * R +
@@ -121,7 +122,7 @@ CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const C
   // Page-locked host memory, as the constructor allocates it: the logits processors' staging, the step's
   // integers, the greedy ids and logprobs, the sampled rows' parameters and results, a chained sampled step's
   // parameters (two slots; counted whether or not the engine chains sampled steps).
-  ws.pinned = (processors_switch(c) ? int64_t(kProcBytes) : 0) + int64_t(ws.meta_elems) * 4 + 8 * R +
+  ws.pinned = (processors ? int64_t(kProcBytes) : 0) + int64_t(ws.meta_elems) * 4 + 8 * R +
               R * int64_t(kSampleStagingRowBytes) + 2 * R * int64_t(sizeof(cuda::SampleRow));
   return ws;
 }
@@ -129,50 +130,28 @@ CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const C
 CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Checkpoint &ck, const CudaDecoderParams &p,
                          const Progress &progress)
     : c_(config), p_(p) {
-  ctx_ = std::make_unique<cuda::Context>(0);
+  const CudaTuning &t = p.tuning;
+  ctx_ = std::make_unique<cuda::Context>(0, t.pdl);
   stream_ = std::make_unique<cuda::Stream>();
-  ops_ = std::make_unique<cuda::Ops>(*ctx_, p.act);
+  ops_ = std::make_unique<cuda::Ops>(*ctx_, p.act, t.ops);
   // Debugging: VT_CUDA_SUBLAYER_F32=1 also writes the o and down products' outputs in fp32 (bf16 activations).
-  if (const char *e = std::getenv("VT_CUDA_SUBLAYER_F32")) sub_f32_ = p.act == cuda::Act::BF16 && e[0] == '1';
-  // Debugging and A/B timing: VT_CUDA_ATTN=simple (the first attention kernel everywhere) or noprefill (no
-  // tensor-core prefill kernel); VT_CUDA_CUBLASLT=0 (own GEMM kernels only).
-  if (const char *e = std::getenv("VT_CUDA_ATTN")) attn_mode_ = e;
-  if (const char *e = std::getenv("VT_CUDA_FUSED_NORM")) fused_norm_ = e[0] != '0';
+  sub_f32_ = t.sublayer_f32 && p.act == cuda::Act::BF16;
+  // Debugging: VT_CUDA_ATTN=simple (the first attention kernel everywhere) or noprefill (no tensor-core prefill
+  // kernel); VT_CUDA_CUBLASLT=0 (own GEMM kernels only).
+  attn_mode_ = t.attention;
   // Only where the fused kernel's blocks (head_dim / 16 a head) fit twice over in the SMs: on the H200 it gave 1.07x
   // on the Qwen3-0.6B shape at batch 1 (256 blocks, 132 SMs) and 0.991x on 8B (384 blocks), bench/RESULTS.md
   // session 8. (Why 8B loses is not established; each head's blocks are a cluster, scheduled together.)
   const int64_t rope_blocks = int64_t(c_.n_heads + 2 * c_.n_kv_heads) * c_.head_dim / 16;
   qkv_rope_ = ops_->has_gemv_norm_rope(c_.head_dim) && rope_blocks <= 2 * int64_t(ctx_->sm_count());
-  if (const char *e = std::getenv("VT_CUDA_QKV_ROPE")) qkv_rope_ = qkv_rope_ && e[0] != '0';
-  if (const char *e = std::getenv("VT_CUDA_SKIP")) {
-    std::string list = std::string(",") + e + ",";  // items apart by ',' or '+' (gpu-decode-ab.sh splits on ',')
-    std::replace(list.begin(), list.end(), '+', ',');
-    const std::pair<const char *, Skip> names[] = {{"norm", kSkipNorm}, {"rope", kSkipRope}, {"attn", kSkipAttn},
-                                                   {"qkv", kSkipQkv},   {"o", kSkipO},       {"mlp", kSkipMlp},
-                                                   {"argmax", kSkipArgmax}};
-    for (const auto &[name, bit] : names)
-      if (list.find(std::string(",") + name + ",") != std::string::npos) skip_ |= bit;
-    if (skip_)
-      std::fprintf(stderr, "vtengine: VT_CUDA_SKIP=%s leaves launches out of every layer: for timing only, the "
-                           "results are wrong\n", e);
-  }
+  skip_ = t.skip;  // timing only (experiments builds); tuning_from_env said so on stderr
   graphs_lazy_ = p.graph_first_use;
-  if (const char *e = std::getenv("VT_CUDA_GRAPHS_LAZY")) graphs_lazy_ = e[0] == '1';
-  if (const char *e = std::getenv("VT_CUDA_REPLAY")) {
-    replays_ = std::clamp(std::atoi(e), 1, 16);
-    if (replays_ > 1)
-      std::fprintf(stderr, "vtengine: VT_CUDA_REPLAY=%d runs each captured decode step %d times: for timing only\n",
-                   replays_, replays_);
-  }
+  replays_ = t.replays;
+  step_advance_ = replays_ == 1;
   // Sampled rows are picked on the GPU; VT_CUDA_SAMPLE=0 sends their logits to the host sampler instead.
-  if (const char *e = std::getenv("VT_CUDA_SAMPLE")) sample_on_device_ = e[0] != '0';
-  if (const char *e = std::getenv("VT_CUDA_OVERLAP")) overlap_ = e[0] != '0';
-  if (const char *e = std::getenv("VT_CUDA_STEP_ADVANCE")) step_advance_ = e[0] != '0';
-  step_advance_ = step_advance_ && overlap_ && replays_ == 1;
-  if (c_.vocab_size > cuda::Ops::kSampleMaxVocab) sample_on_device_ = false;
-  const bool penalties_on_device = processors_switch(c_);
-  const char *blas_env = std::getenv("VT_CUDA_CUBLASLT");
-  if (p.act == cuda::Act::BF16 && !(blas_env && blas_env[0] == '0')) {
+  sample_on_device_ = t.sample_on_device && c_.vocab_size <= cuda::Ops::kSampleMaxVocab;
+  const bool penalties_on_device = processors_on_device(c_, t);
+  if (p.act == cuda::Act::BF16 && t.cublaslt) {
     blas_ = std::make_unique<cuda::CublasLt>(*ctx_);
     if (!blas_->available()) blas_.reset();
   }
@@ -184,7 +163,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   const int64_t R = std::max(p.max_logit_rows, 1), S = std::max(p.max_seqs, 1);
   kv_layer_bytes_ = CUdeviceptr(int64_t(p.n_blocks) * p.block_size * KVD * int64_t(as));
   const int64_t kv_total = int64_t(kv_layer_bytes_) * 2 * c_.n_layers;
-  const Workspace ws = plan_workspace(c_, p, ctx_->sm_count(), blas_ != nullptr, sub_f32_);
+  const Workspace ws = plan_workspace(c_, p, ctx_->sm_count(), blas_ != nullptr);
   table_width_ = ws.table_width, attn_ws_rows_ = ws.attn_rows, attn_ws_bytes_ = size_t(ws.attn_bytes);
   meta_elems_ = ws.meta_elems;
   const int64_t attn_ws = ws.attn_bytes, work = ws.total;
@@ -200,15 +179,12 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
 
   // The weight matrices go through pinned staging slots (StagedUpload: several copy threads, the transfers
   // overlapped with them); the stager lives for the upload only, and is waited for before anything else runs.
-  // VT_CUDA_STAGED_UPLOAD=0: straight from the mapping (the null control), as when the 64 MiB of pinned host
-  // memory cannot be had (then the load goes on, only slower).
+  // Straight from the mapping when the 64 MiB of pinned host memory cannot be had (the load goes on, only slower).
   std::optional<cuda::StagedUpload> stager;
-  if (const char *e = std::getenv("VT_CUDA_STAGED_UPLOAD"); !(e && e[0] == '0')) {
-    try {
-      stager_ = &stager.emplace(stream_->get());
-    } catch (const Error &) {
-      stager_ = nullptr;
-    }
+  try {
+    stager_ = &stager.emplace(stream_->get());
+  } catch (const Error &) {
+    stager_ = nullptr;
   }
   embed_ = upload(w.embed, ck);
   for (int l = 0; l < c_.n_layers; ++l) {
@@ -244,7 +220,6 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   lm_head_ = w.lm_head.data == w.embed.data ? embed_ : upload(w.lm_head, ck);
   // (bf16 activations only: with fp32 ones final_ is normed_, which the fused lm_head reads as it writes final_.)
   head_norm_ = ops_->has_gemv_norm_head() && p.act == cuda::Act::BF16 && lm_head_.dtype == DType::BF16;
-  if (const char *e = std::getenv("VT_CUDA_HEAD_NORM")) head_norm_ = head_norm_ && e[0] != '0';
   if (stager) stager->finish();
   stager_ = nullptr;
   std::vector<float> inv_freq;

@@ -41,6 +41,7 @@
 #include "loader/safetensors.h"
 #include "loader/weights.h"
 #include "models/decoder.h"
+#include "tuning.h"
 
 namespace vt {
 
@@ -53,7 +54,8 @@ struct CudaDecoderParams {
   int32_t max_context = 0;             // keys per sequence at most (sizes block tables and attention splits)
   std::vector<int32_t> graph_buckets;  // decode batch sizes to capture, ascending; empty = no graphs
   bool graph_dedup = false;
-  bool graph_first_use = false;  // capture each bucket at its first decode step, not at load (also VT_CUDA_GRAPHS_LAZY=1)
+  bool graph_first_use = false;  // capture each bucket at its first decode step, not at load
+  CudaTuning tuning;             // the engine's switches (tuning.h), as the plan read them
 };
 
 class CudaDecoder : public Decoder {
@@ -69,11 +71,10 @@ class CudaDecoder : public Decoder {
     int32_t attn_rows = 0, table_width = 0;
     size_t meta_elems = 0;   // int32s of the step's integers (meta_layout)
   };
-  static Workspace plan_workspace(const ModelConfig &c, const CudaDecoderParams &p, int sm_count, bool with_blas,
-                                  bool sub_f32 = false);
-  // Whether this model's engine applies logits processors on the device (unless VT_CUDA_PENALTIES=0, with sampling on
-  // the device): then the plan and the constructor both count kProcBytes of staging.
-  static bool processors_switch(const ModelConfig &c);
+  static Workspace plan_workspace(const ModelConfig &c, const CudaDecoderParams &p, int sm_count, bool with_blas);
+  // Whether this model's engine applies logits processors on the device (CudaTuning::penalties_on_device, and a
+  // vocabulary the device sampler takes): then the plan and the constructor both count kProcBytes of staging.
+  static bool processors_on_device(const ModelConfig &c, const CudaTuning &t);
 
   // Uploads every tensor of `w` (views into `ck`'s mapping), releasing each tensor's mapped pages once it is on
   // the device, and allocates the KV pool and the activations, then captures the decode graphs.
@@ -175,25 +176,21 @@ class CudaDecoder : public Decoder {
   CudaDecoderParams p_;
   float rope_scale_ = 1.f;
   bool sub_f32_ = false;  // o/down outputs fp32 (VT_CUDA_SUBLAYER_F32=1, debugging; bf16 activations only)
-  // VT_CUDA_SKIP=norm,rope,attn,qkv,o,mlp,argmax (any of them, apart by ',' or '+'): the step leaves those launches
-  // out (argmax: the captured step's). For timing only (what a kind of launch costs inside the captured step, the
-  // bound on fusing it away): the results are wrong, and the engine says so on stderr when it loads. Each a bit of
-  // skip_.
-  enum Skip : unsigned {
-    kSkipNorm = 1, kSkipRope = 2, kSkipAttn = 4, kSkipQkv = 8, kSkipO = 16, kSkipMlp = 32, kSkipArgmax = 64
-  };
+  // VT_CUDA_SKIP (experiments builds; CudaTuning::skip): the step leaves those launches out (argmax: the captured
+  // step's). For timing only (what a kind of launch costs inside the captured step, the bound on fusing it away):
+  // the results are wrong, and the engine says so on stderr when it loads.
   unsigned skip_ = 0;
-  bool skips(Skip k) const { return (skip_ & k) != 0; }
-  // cudaGraphs.capture 'first-use' (CudaDecoderParams::graph_first_use; VT_CUDA_GRAPHS_LAZY=1 or 0 overrides it): no
+  bool skips(CudaSkip k) const { return (skip_ & k) != 0; }
+  // cudaGraphs.capture 'first-use' (CudaDecoderParams::graph_first_use): no
   // graph is captured at load; each bucket's is captured by the first decode step that needs it, so the load is
   // shorter (H200, 0.6B shape: load -> first token 151-174 ms against 206-210 ms; 8B unchanged; decode unchanged)
   // and an engine that decodes one sequence at a time holds one graph.
   bool graphs_lazy_ = false;
-  // VT_CUDA_REPLAY=N (timing only): each captured decode step's graph is launched N times in a row. A step's graph
-  // is idempotent (it starts from the embedding, writes the same cache rows and outputs each time), so results do not
+  // VT_CUDA_REPLAY=N (experiments builds, timing only): each captured decode step's graph is launched N times in a
+  // row. A step's graph is idempotent (it starts from the embedding, writes the same cache rows and outputs each time), so results do not
   // change, and (time at N = 2) - (time at N = 1) is the GPU time of a step without the host's share between steps.
   int replays_ = 1;
-  // The fused norm (default; VT_CUDA_FUSED_NORM=0 is its null control): steps of up to gemv_rows_max() rows add each
+  // The fused norm: steps of up to gemv_rows_max() rows add each
   // sublayer's output into the residual in the epilogue of its product (o / down: Ops::gemv_residual, which also leaves
   // the rows' partial sums of squares in norm_ss_ and the rows times the next norm's weight in normed_) and scale the
   // next product's sums by 1 / rms (q|k|v / gate|up: Ops::gemv_norm), so no norm kernel runs between the layers'
@@ -201,14 +198,14 @@ class CudaDecoder : public Decoder {
   // layer's products take the GEMV (bf16 weights, no gate/up biases). Within rounding of the
   // separate kernels. On the H200 at batch 1: 1.12x on the Qwen3-8B shape, 1.03x on 0.6B (bench/RESULTS.md; gemv.cuh
   // has the earlier forms' figures).
-  bool fused_norm_ = true;  // the switch, cleared at load when a layer's products cannot all take the GEMV
+  bool fused_norm_ = true;  // cleared at load when a layer's products cannot all take the GEMV
   bool fused_step(int32_t T) const;
   // With the fused norm, the layers also fold RoPE, the q/k norm and the KV store into the q|k|v product's
-  // epilogue (Ops::gemv_norm_rope: one launch a layer fewer) where the kernel image has it for the head_dim (sm_90+);
-  // VT_CUDA_QKV_ROPE=0 is the null control (gemv_norm + rope_store).
+  // epilogue (Ops::gemv_norm_rope: one launch a layer fewer) where the kernel image has it for the head_dim (sm_90+)
+  // and its blocks fit twice in the SMs; else gemv_norm + rope_store.
   bool qkv_rope_ = true;
   // With the fused norm, a captured batch-1 step also folds the final norm into its lm_head (Ops::gemv_norm_head: one
-  // launch fewer; bf16 activations, where the kernel image has it); VT_CUDA_HEAD_NORM=0 is the null control.
+  // launch fewer; bf16 activations, where the kernel image has it).
   // head_norm_now_: set by record_step while it records such a step (layers() then leaves the norm to head()).
   bool head_norm_ = false, head_norm_now_ = false;
   // Declared first, destroyed last: every buffer below belongs to this context.
@@ -272,16 +269,13 @@ class CudaDecoder : public Decoder {
   int32_t staged_pad_ = 0, staged_rows_ = 0;
   // The overlapped decode's reads of greedy picks (chain_begin/end): out_pinned_ holds two slots of max_logit_rows
   // ids, each with the event recorded after the step; begun_ lists the begun reads (slot, rows), oldest first.
-  // VT_CUDA_OVERLAP=0 turns the overlap off (the null control: every step's picks read before the next launch).
   std::unique_ptr<cuda::Event> picked_[2];
   std::vector<std::pair<int, int32_t>> begun_;
   int next_slot_ = 0;
-  bool overlap_ = true;
   // The captured steps' argmax writes the picks into out_pinned_ (mapped; a row's slot is its position's parity,
   // begun_positions_ the positions of each begun read) and moves the metadata on by a token (cuda::StepAdvance), so
   // a chained step needs neither the copy of the picks nor the upload (stage) between the two graphs. On with the
-  // overlap unless VT_CUDA_STEP_ADVANCE=0 (the null control), off while timing replays (VT_CUDA_REPLAY: a step would
-  // no longer be idempotent).
+  // overlap, off while timing replays (VT_CUDA_REPLAY: a step would no longer be idempotent).
   bool step_advance_ = true;
   std::vector<int32_t> begun_positions_[2];
   // A chained sampled step's SampleRows (two slots of max_logit_rows, the slot its read's), mapped: the sampler reads
@@ -296,7 +290,7 @@ class CudaDecoder : public Decoder {
   // graphs_ is recorded for rows of up to max_context keys. The steps whose rows all have at most
   // Ops::kClusterMaxKeys keys replay these instead where their bucket has one: the buckets whose decode attention
   // takes the cluster form at such contexts only (Ops::attention_cluster; batch 1 and 2 on Qwen3's shapes on an H200),
-  // recorded for that bound. None where the cluster form is off (VT_CUDA_ATTN_CLUSTER=0) or covers max_context too.
+  // recorded for that bound. None where the cluster form is off (no cluster kernel, fp32) or covers max_context too.
   cuda::DecodeGraphs short_graphs_;
   int32_t graph_rows_ = 0;                 // rows of the last forward() when it replayed a graph, else 0
   int32_t head_rows_ = 0;                  // rows whose logits (and greedy ids) head() left in logits_/ids_

@@ -104,7 +104,7 @@ bool CudaDecoder::advanced_on_device(const ForwardBatch &b, int32_t n_pad) const
 // A captured decode step (its argmax is in the graph, and a replayed step's rows are 0 .. n - 1), one read in flight
 // per slot, and not while timing replays (VT_CUDA_REPLAY).
 bool CudaDecoder::chains(int32_t n) const {
-  return overlap_ && replays_ == 1 && n >= 1 && n <= p_.max_logit_rows && graphs_.bucket_for(n) != 0;
+  return replays_ == 1 && n >= 1 && n <= p_.max_logit_rows && graphs_.bucket_for(n) != 0;
 }
 
 void CudaDecoder::chain_begin(int32_t n, const cuda::SampleRow *params) {

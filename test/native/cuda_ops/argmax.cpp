@@ -194,13 +194,13 @@ static void argmax_cases(Env &env, cuda::Ops &ops, const char *form) {
 }
 
 // Both forms: a row over a cluster of blocks (sm_90+, what Ops launches there for few rows) and one block a row (the
-// other GPUs, larger batches, and VT_CUDA_ARGMAX_PARTS=0).
+// other GPUs, larger batches, and CudaOpsTuning::argmax_parts off).
 void test_argmax(Env &env, cuda::Ops &ops) {
   argmax_cases(env, ops, " [row over a cluster]");
   if (!ops.argmax_parts(1)) return;
-  setenv("VT_CUDA_ARGMAX_PARTS", "0", 1);
-  cuda::Ops single(env.ctx, ops.act());
-  unsetenv("VT_CUDA_ARGMAX_PARTS");
+  CudaOpsTuning one_block;
+  one_block.argmax_parts = false;
+  cuda::Ops single(env.ctx, ops.act(), one_block);
   argmax_cases(env, single, " [one block a row]");
 }
 

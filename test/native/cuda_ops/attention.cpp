@@ -246,10 +246,10 @@ void test_attention_decode(Env &env, cuda::Ops &ops) {
   }
   for (int32_t c : {63, 64, 65, 128, 129, 1000})  // split lengths are multiples of 64 keys
     test_attention_decode_case(env, ops, 32, 8, 128, 32, {{1, c - 1}}, "batch 1, split boundaries");
-  {  // VT_CUDA_SPLIT_KEYS=200 (rounded up to 256): fewer, longer splits; the same contract
-    setenv("VT_CUDA_SPLIT_KEYS", "200", 1);
-    cuda::Ops longer(env.ctx, ops.act());
-    unsetenv("VT_CUDA_SPLIT_KEYS");
+  {  // splits of at least 256 keys (VT_CUDA_SPLIT_KEYS=200, rounded up): fewer, longer splits; the same contract
+    CudaOpsTuning t;
+    t.split_keys = 256;
+    cuda::Ops longer(env.ctx, ops.act(), t);
     for (int32_t c : {200, 256, 257, 384, 1000, 5000})
       test_attention_decode_case(env, longer, 16, 8, 128, 16, {{1, c - 1}}, "batch 1, splits of >= 256 keys");
     test_attention_decode_case(env, longer, 32, 8, 128, 16, decode, "splits of >= 256 keys, graph bound", {40960});

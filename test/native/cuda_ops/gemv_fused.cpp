@@ -5,7 +5,7 @@
 // forms claim inv * (xw · w) (+ bias; silu(gate) * up): held against the CPU's double sums of the same within the
 // op tolerance, and against rmsnorm_res32 + gemv / gemv_swiglu, which round the normed input after the scale
 // instead of before it, within the same tolerance (4x for the SwiGLU's, which magnifies it; the case says why). And the GEMVs' *_early kernels
-// (the default under PDL; VT_CUDA_EARLY_LOADS=0 the plain ones): the same bits as the plain ones, in a chain where
+// (the default under PDL; CudaOpsTuning::early_loads off: the plain ones): the same bits as the plain ones, in a chain where
 // each kernel reads what the one before wrote while PDL lets it start early.
 #include <cstdlib>
 
@@ -308,7 +308,7 @@ void test_embed_norm(Env &env, cuda::Ops &ops) {
 // gemv_norm_head (the batch-1 lm_head with the final norm folded in): logits = inv * (xw · w) against the CPU's
 // double sums of the same, and against rmsnorm_res32 (fp32 out) + the fp32 GEMV it replaces within the op tolerance
 // relative to the size of the terms, as gemv_norm's; final_rows against rmsnorm_res32's fp32 rows (the sums of
-// squares in another order: a few fp32 ulps); the plain kernel (VT_CUDA_EARLY_LOADS=0) the same bits as the _early one.
+// squares in another order: a few fp32 ulps); the plain kernel (early_loads off) the same bits as the _early one.
 void test_gemv_norm_head(Env &env, cuda::Ops &ops) {
   const Act act = ops.act();
   if (!ops.has_gemv_norm_head()) {
@@ -316,9 +316,7 @@ void test_gemv_norm_head(Env &env, cuda::Ops &ops) {
                 act == Act::F32 ? "bf16 activations only" : "a kernel image without it");
     return;
   }
-  setenv("VT_CUDA_EARLY_LOADS", "0", 1);
-  cuda::Ops plain(env.ctx, act);
-  unsetenv("VT_CUDA_EARLY_LOADS");
+  cuda::Ops plain(env.ctx, act, plain_loads());
   const auto s = env.stream.get();
   const float eps = 1e-6f;
   // (K = hidden, N = vocab): Qwen3-0.6B's and 8B's lm_heads, one unit, K not a multiple of 8 (the scalar path),
@@ -370,9 +368,7 @@ void test_gemv_early(Env &env, cuda::Ops &ops) {
   const auto s = env.stream.get();
   const float eps = 1e-6f;
   // ops launches the *_early kernels (the default under PDL); `plain` the null control's.
-  setenv("VT_CUDA_EARLY_LOADS", "0", 1);
-  cuda::Ops plain(env.ctx, act);
-  unsetenv("VT_CUDA_EARLY_LOADS");
+  cuda::Ops plain(env.ctx, act, plain_loads());
   const bool fused = ops.fused_gemv_available();
   struct Shape { int64_t M, H, N, I; };  // rows, hidden, q|k|v rows, intermediate
   const Shape shapes[] = {{1, 1024, 4096, 3072}, {3, 1024, 4096, 3072}, {1, 4096, 6144, 12288}, {2, 64, 40, 24}};

@@ -18,9 +18,7 @@ std::vector<float> cpu_ss_parts(const std::vector<float> &x, int64_t M, int64_t 
 
 void test_gemv_norm_rope(Env &env, cuda::Ops &ops) {
   const Act act = ops.act();
-  setenv("VT_CUDA_EARLY_LOADS", "0", 1);
-  cuda::Ops plain(env.ctx, act);
-  unsetenv("VT_CUDA_EARLY_LOADS");
+  cuda::Ops plain(env.ctx, act, plain_loads());
   // (heads, kv heads, head_dim, hidden): Qwen3-0.6B's and 8B's attention, head_dim 64 (clusters of 4), hidden 64, a
   // hidden size that is not a multiple of 8 (the scalar path), GQA 1 and 4.
   struct Shape { int32_t heads, kv, hd; int64_t K; };

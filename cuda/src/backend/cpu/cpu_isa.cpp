@@ -1,5 +1,6 @@
 // Run-time choice of the SIMD path; see cpu_isa.h.
 #include "backend/cpu/cpu_isa.h"
+#include "tuning.h"
 
 #include <atomic>
 #include <cstdio>
@@ -54,8 +55,9 @@ Isa best() {
 
 Isa from_env() {
   Isa b = best();
-  const char *s = std::getenv("VT_CPU_ISA");
-  if (!s || !*s) return b;
+  const std::string env = cpu_isa_env();
+  if (env.empty()) return b;
+  const char *s = env.c_str();
   Isa want;
   if (!isa_from_name(s, &want)) {
     std::fprintf(stderr, "vtengine: VT_CPU_ISA=%s is not one of scalar|avx2|avx512|neon; using %s\n", s, isa_name(b));

@@ -13,6 +13,7 @@
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/scratch.h"
+#include "tuning.h"
 
 namespace vt::cpu {
 
@@ -26,8 +27,8 @@ std::atomic<int64_t> g_k_block{-1};  // -1: not read from the environment yet
 int64_t k_block() {
   int64_t kc = g_k_block.load(std::memory_order_relaxed);
   if (kc < 0) {
-    const char *s = std::getenv("VT_CPU_KC");
-    kc = s ? std::max<int64_t>(0, std::strtoll(s, nullptr, 10)) : int64_t(4096);
+    const int env = cpu_kc_env();  // VT_CPU_KC; -1 when unset
+    kc = env >= 0 ? int64_t(env) : int64_t(4096);
     g_k_block.store(kc, std::memory_order_relaxed);
   }
   return kc;

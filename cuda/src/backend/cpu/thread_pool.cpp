@@ -14,6 +14,7 @@
 // (sleepers++) and then re-reads the generation; the dispatcher publishes the new generation and then reads
 // sleepers. At least one of them sees the other's write, so a wake-up is never lost.
 #include "backend/cpu/thread_pool.h"
+#include "tuning.h"
 
 #include <atomic>
 #include <chrono>
@@ -41,10 +42,8 @@ inline void cpu_relax() {
 }
 
 int64_t spin_budget_ns() {
-  const char *s = std::getenv("VT_CPU_SPIN_US");
-  long us = s ? std::strtol(s, nullptr, 10) : 200;
-  if (us < 0) us = 0;
-  return int64_t(us) * 1000;
+  const int us = cpu_spin_us_env();  // VT_CPU_SPIN_US; -1 when unset
+  return int64_t(us < 0 ? 200 : us) * 1000;
 }
 
 // Spins until pred() holds or the budget runs out; the clock is read only every 64 spins. After the first

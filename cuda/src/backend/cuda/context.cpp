@@ -7,7 +7,7 @@
 
 namespace vt::cuda {
 
-Context::Context(int ordinal) : ordinal_(ordinal) {
+Context::Context(int ordinal, bool pdl) : ordinal_(ordinal) {
   const Driver &d = driver();  // throws VT_ERR_NO_GPU with the reason when CUDA is not usable
   check(d.cuDeviceGet(&dev_, ordinal), "cuDeviceGet(" + std::to_string(ordinal) + ")");
   char name[256] = {};
@@ -22,8 +22,7 @@ Context::Context(int ordinal) : ordinal_(ordinal) {
   check(d.cuDeviceTotalMem(&total, dev_), "cuDeviceTotalMem");
   name_ = name;
   cc_ = major * 10 + minor;
-  const char *pdl = std::getenv("VT_CUDA_PDL");
-  pdl_ = cc_ >= 90 && !(pdl && pdl[0] == '0');
+  pdl_ = cc_ >= 90 && pdl;
   l2_bytes_ = l2;
   total_bytes_ = int64_t(total);
   integrated_ = integrated != 0;

@@ -25,7 +25,8 @@ class Context {
  public:
   // Retains device `ordinal`'s primary context, makes it current and loads every embedded kernel image.
   // Throws vt::Error(VT_ERR_NO_GPU) when CUDA is not available or the GPU has no code in this build.
-  explicit Context(int ordinal = 0);
+  // pdl: launch with programmatic dependent launch where the GPU has it (CudaTuning::pdl; tests turn it off).
+  explicit Context(int ordinal = 0, bool pdl = true);
   ~Context();
   Context(const Context &) = delete;
   Context &operator=(const Context &) = delete;
@@ -50,7 +51,7 @@ class Context {
           "cuLaunchKernel");
   }
 
-  // launch() with programmatic dependent launch (Hopper and newer; VT_CUDA_PDL=0 turns it off): the kernel may
+  // launch() with programmatic dependent launch (Hopper and newer, unless the constructor said no): the kernel may
   // start while the previous kernel on the stream is still running, so it MUST execute griddepcontrol.wait
   // (pdl_wait() in common.cuh) before reading anything an earlier kernel wrote or writing anything one reads.
   // What it does before that (prefetching weights) overlaps the previous kernel's tail.
@@ -94,7 +95,7 @@ class Context {
   std::unordered_map<std::string, CUfunction> functions_;
   std::string name_;
   int cc_ = 0, sm_count_ = 0;
-  bool pdl_ = false;  // programmatic dependent launch: compute capability >= 9.0 and not VT_CUDA_PDL=0
+  bool pdl_ = false;  // programmatic dependent launch: compute capability >= 9.0, unless the constructor said no
   bool integrated_ = false;
   int64_t l2_bytes_ = 0, total_bytes_ = 0;
 };

@@ -12,6 +12,7 @@
 
 #include "backend/cuda/dl_symbols.h"
 #include "status.h"
+#include "tuning.h"
 
 namespace vt::cuda {
 
@@ -99,7 +100,7 @@ struct Loaded {
 // loader path often lacks).
 std::vector<std::string> candidates() {
   std::vector<std::string> c;
-  if (const char *p = std::getenv("VT_CUBLASLT_PATH"); p && *p) c.push_back(p);
+  if (std::string p = cublaslt_path_env(); !p.empty()) c.push_back(p);
   const char *names[] = {"libcublasLt.so.13", "libcublasLt.so.12"};
   std::vector<std::string> dirs = {"/usr/local/cuda/lib64"};
 #if defined(__x86_64__)

@@ -42,12 +42,11 @@ unsigned prefill_smem_bytes(int32_t head_dim) { return unsigned(4 * Ops::kPrefil
 
 }  // namespace
 
-Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
+Ops::Ops(Context &ctx, Act act, const CudaOpsTuning &tuning) : ctx_(ctx), act_(act) {
   const std::string a = act_name(act);
-  // The GEMVs' early weight loads (gemv.cuh's EARLY, the *_early entry points): only meaningful under PDL;
-  // VT_CUDA_EARLY_LOADS=0 is the null control (the plain kernels). Picked once here.
-  const char *early_env = std::getenv("VT_CUDA_EARLY_LOADS");
-  early_loads_ = ctx.pdl() && !(early_env && early_env[0] == '0');
+  // The GEMVs' early weight loads (gemv.cuh's EARLY, the *_early entry points): only meaningful under PDL,
+  // where they are the product (bench/RESULTS.md); the plain kernels otherwise. Picked once here.
+  early_loads_ = ctx.pdl() && tuning.early_loads;
   const std::string early = early_loads_ ? "_early" : "";
   for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
     embed_[0][int(dt)] = ctx.function(std::string("vt_embed_") + table_name(dt) + "_to_" + a);
@@ -76,13 +75,11 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   for (int lm = 0; lm < 4; ++lm) gemv_x32_[lm] = ctx.function("vt_gemv_f32_f32_m" + std::to_string(1 << lm) + early);
   for (int lm = 0; lm < 4; ++lm)
     gemv_swiglu_[lm] = ctx.function("vt_gemv_swiglu_" + a + "_m" + std::to_string(1 << lm) + early);
-  // VT_CUDA_SPLIT_KEYS=N (an experiment; A/B timing): decode attention splits no shorter than N keys (rounded up
-  // to a multiple of 64, the default), so short contexts run in fewer splits and fewer partials to merge.
-  if (const char *e = std::getenv("VT_CUDA_SPLIT_KEYS"))
-    split_keys_ = int(std::clamp<int64_t>((std::atoll(e) + kSplitKeys - 1) / kSplitKeys * kSplitKeys, kSplitKeys,
-                                          int64_t(1) << 16));
-  // The fused-norm forms (the decode step's default; VT_CUDA_FUSED_NORM=0 the null control): when a kernel image
-  // lacks them fused_gemv_available() says no and the step uses the separate kernels.
+  // Decode attention splits no shorter than this many keys (a multiple of 64, the default; longer ones are an
+  // experiment, VT_CUDA_SPLIT_KEYS): short contexts then run in fewer splits and fewer partials to merge.
+  split_keys_ = std::max(int(kSplitKeys), tuning.split_keys / int(kSplitKeys) * int(kSplitKeys));
+  // The fused-norm forms (the decode step's default for up to 8 rows): when a kernel image lacks them
+  // fused_gemv_available() says no and the step uses the separate kernels.
   fused_ = true;
   for (int lm = 0; lm < 4; ++lm) {
     const std::string m = "_m" + std::to_string(1 << lm) + early;
@@ -112,7 +109,7 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
   if (act == Act::BF16)
     for (int i = 0; i < 3; ++i)
       attention_split_mma_[i] = ctx.function("vt_attention_split_bf16_mma_hd" + std::to_string(64 << i));
-  if (const char *e = std::getenv("VT_CUDA_ATTN_CLUSTER"); act == Act::BF16 && !(e && e[0] == '0'))
+  if (act == Act::BF16 && tuning.attention_cluster)
     for (int i = 0; i < 3; ++i)
       attention_split_cluster_[i] =
           ctx.find_function("vt_attention_split_bf16_mma_hd" + std::to_string(64 << i) + "_cluster");
@@ -127,7 +124,7 @@ Ops::Ops(Context &ctx, Act act) : ctx_(ctx), act_(act) {
     }
   rope_store_ = ctx.function("vt_rope_store_" + a);
   argmax_ = ctx.function("vt_argmax_f32");
-  if (const char *e = std::getenv("VT_CUDA_ARGMAX_PARTS"); !(e && e[0] == '0'))
+  if (tuning.argmax_parts)
     argmax_parts_ = ctx.find_function("vt_argmax_parts_f32");
   sample_ = ctx.function("vt_sample_f32");
   penalties_ = ctx.function("vt_penalties_f32");

@@ -13,6 +13,7 @@
 #include "backend/cuda/sample_rows.h"
 #include "backend/cuda/step_advance.h"
 #include "dtype.h"
+#include "tuning.h"
 
 namespace vt::cuda {
 
@@ -33,7 +34,8 @@ struct DeviceAttentionBatch {
 class Ops {
  public:
   // Resolves every kernel for activation type `act` up front, so a missing one fails here, not mid-step.
-  Ops(Context &ctx, Act act);
+  // tuning: the kernel forms to use where the GPU has them (the defaults are the product; tests turn one off).
+  Ops(Context &ctx, Act act, const CudaOpsTuning &tuning = {});
 
   Act act() const { return act_; }
 
@@ -90,7 +92,7 @@ class Ops {
   //                     rounded before the 1 / rms scale, the norm kernel's output after it); y in the act. type;
   //   gemv_swiglu_norm: gemv_swiglu over those normed rows.
   // No norm kernel between two products, and the products' inner loop is the plain gemv's (gemv.cuh). The
-  // decode step's default (VT_CUDA_FUSED_NORM=0 for the separate kernels); fused_gemv_available() says whether
+  // decode step's default for up to 8 rows; fused_gemv_available() says whether
   // the kernels were found (a build without them uses the separate kernels).
   static int64_t norm_parts(int64_t n) { return (n + 7) / 8; }
   // The step's first rows as a gemv_residual leaves them for the fused norm's next product: residual(T, dim) fp32 =
@@ -102,7 +104,7 @@ class Ops {
                   CUdeviceptr residual, CUdeviceptr norm_w, CUdeviceptr xw, CUdeviceptr ss_part);
   bool fused_gemv_available() const { return fused_; }
   // Whether this Ops launches the GEMVs' *_early kernels (gemv.cuh's EARLY: first weight loads before the PDL
-  // wait; same results): under PDL unless VT_CUDA_EARLY_LOADS=0 (the null control; bench/RESULTS.md).
+  // wait; same results): under PDL unless CudaOpsTuning::early_loads is off (the op tests' other form).
   bool early_loads() const { return early_loads_; }
   void gemv_residual(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, int64_t N, CUdeviceptr bias,
                      CUdeviceptr residual, CUdeviceptr ss_part, CUdeviceptr next_norm_w, CUdeviceptr xw,
@@ -159,7 +161,7 @@ class Ops {
   // Few rows on sm_90+: each split over a cluster of kArgmaxParts blocks (argmax_parts).
   void argmax(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr out_ids,
               CUdeviceptr out_logprobs, CUdeviceptr also_ids = 0, const StepAdvance *advance = nullptr);
-  // Whether argmax splits each of n rows over a cluster: on sm_90+ (unless VT_CUDA_ARGMAX_PARTS=0) while the rows
+  // Whether argmax splits each of n rows over a cluster: on sm_90+ (unless CudaOpsTuning::argmax_parts is off) while the rows
   // alone leave most SMs idle (n * kArgmaxParts <= 2 * SMs; larger batches keep one block a row).
   bool argmax_parts(int64_t n) const { return argmax_parts_ && n * kArgmaxParts <= 2 * int64_t(ctx_.sm_count()); }
 
@@ -266,7 +268,7 @@ class Ops {
   void launch_gemv_norm(CUfunction const (&f)[4], CUstream s, CUdeviceptr xw, CUdeviceptr ss_part, int64_t M,
                         int64_t K, float eps, CUdeviceptr w, int64_t N, CUdeviceptr bias, CUdeviceptr y,
                         bool with_bias);
-  int split_keys_ = 64;  // the shortest decode attention split (attention_split.cuh; VT_CUDA_SPLIT_KEYS)
+  int split_keys_ = 64;  // the shortest decode attention split (attention_split.cuh; CudaOpsTuning::split_keys)
   bool early_loads_ = false;
   bool fused_ = false;          // the kernel image carries the fused-norm GEMVs
   CUfunction gemm_[2][3];       // [y_f32][weight DType]

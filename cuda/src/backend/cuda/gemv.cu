@@ -13,8 +13,8 @@
 //   vt_gemv_norm_head_bf16_m1(xw, ss_part, eps, w, y, K, N, vec, residual, norm_w, final_rows)
 //                                    logits y (fp32) = inv * (xw · wᵀ), and final_rows = rmsnorm(residual) * norm_w
 // Each also as <name>_early: the same kernel with gemv.cuh's EARLY weight loads (Ops picks one set when it is
-// built: the _early ones under PDL unless VT_CUDA_EARLY_LOADS=0, the plain ones are that switch's null control).
-// The fused-norm forms are the decode step's default at up to 8 rows (VT_CUDA_FUSED_NORM=0: the separate kernels).
+// built: the _early ones under PDL, the plain ones elsewhere and as the op tests' other form).
+// The fused-norm forms are the decode step's default at up to 8 rows (more rows: the separate kernels).
 #include "gemv.cuh"
 
 using namespace vtk;

@@ -274,7 +274,7 @@ __device__ __forceinline__ void gemv_warp(XS &x, const bf16 *__restrict__ w, con
 // waits before reading x. (Prefetching weights into L2 before the wait measured slower on the H200: the whole
 // row cost the 8B decode step 20%, the first batch of loads 6%; bench/RESULTS.md.)
 //
-// EARLY (the *_early entry points, which Ops launches under PDL unless VT_CUDA_EARLY_LOADS=0): each warp issues
+// EARLY (the *_early entry points, which Ops launches under PDL): each warp issues
 // its first weight loads into registers before the wait instead (weights are never written by a kernel, so
 // they may be read while the previous one runs), so that the blocks that become resident during the previous
 // kernel's tail keep the memory system busy; unlike the L2 prefetch above, no byte is requested twice. On the
@@ -298,7 +298,7 @@ __device__ __forceinline__ void gemv_rows(const X *__restrict__ x, const bf16 *_
 }
 
 // The RMSNorm fused into the products around it (the decode step's q|k|v and gate|up; the default at up to 8 rows,
-// VT_CUDA_FUSED_NORM=0 the separate kernels; 1.12x on the Qwen3-8B shape at batch 1): the GEMV before it (o / down,
+// the separate kernels were its null control; 1.12x on the Qwen3-8B shape at batch 1): the GEMV before it (o / down,
 // kResidualSS) adds into the residual and leaves each row's sum of squares as per-block partials and the row times the
 // norm weight (xw, rounded to X). Each warp here loads the partials (one L2 read, issued after its first weight loads
 // and summed after its product: ScaledRows), runs the plain GEMV's loop over xw and scales its sums by 1 / rms:
@@ -323,7 +323,7 @@ __device__ __forceinline__ void gemv_norm_rows(const X *__restrict__ xw, const f
   });
 }
 
-// The last layer's norm folded into the lm_head (the captured decode step's, VT_CUDA_HEAD_NORM=0 the null control):
+// The last layer's norm folded into the lm_head (the captured decode step's):
 // logits y (fp32) = inv * (xw · wᵀ) from the last down_proj's xw and partials, as gemv_norm_rows; no bias (the lm_head
 // has none). One launch fewer than the norm kernel + lm_head GEMV. Block 0 also writes the normed rows, final_rows(M,
 // K) fp32 = residual * inv * norm_w, what that norm kernel leaves (its inv summed in another order), for a later

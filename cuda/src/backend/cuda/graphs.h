@@ -33,7 +33,7 @@ class DecodeGraphs {
   // device bytes the executables took are measured around instantiation and the warm-up replays.
   void build(const Context &ctx, CUstream s, const std::vector<int32_t> &buckets, bool dedup,
              const std::function<void(int32_t)> &record, const std::function<void(int32_t)> &warm_up);
-  // Lazy capture (VT_CUDA_GRAPHS_LAZY=1, an experiment): plan() only takes the buckets; a bucket's graph is
+  // Lazy capture (cudaGraphs.capture 'first-use'): plan() only takes the buckets; a bucket's graph is
   // captured and instantiated by add() when a step first needs it (CudaDecoder::forward), so a load captures
   // nothing and an engine that only ever decodes one sequence holds one graph. add() waits for the stream.
   void plan(const std::vector<int32_t> &buckets) { bucket_list_ = buckets; }
