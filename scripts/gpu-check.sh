@@ -24,7 +24,8 @@ mode=${1:-run}
 prepare() {
   set -e
   cd "$root"
-  grep -qx '/.gpu-out/' .git/info/exclude 2>/dev/null || echo '/.gpu-out/' >> .git/info/exclude
+  local exclude; exclude="$(git rev-parse --git-common-dir)/info/exclude"  # also from a worktree
+  grep -qx '/.gpu-out/' "$exclude" 2>/dev/null || echo '/.gpu-out/' >> "$exclude"
   local t0=$SECONDS
   node scripts/build-cuda.mjs --experiments "$@"
   local objdir="$root/build/gpu-check/obj"

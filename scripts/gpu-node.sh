@@ -18,7 +18,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 pack() {
   local mib=${VT_PART_MIB:-9} stage
   cd "$root"
-  grep -qx '/.gpu-carry/' .git/info/exclude 2>/dev/null || echo '/.gpu-carry/' >> .git/info/exclude
+  local exclude; exclude="$(git rev-parse --git-common-dir)/info/exclude"  # also from a worktree
+  grep -qx '/.gpu-carry/' "$exclude" 2>/dev/null || echo '/.gpu-carry/' >> "$exclude"
   [ -f build/Release/vtengine.node ] && [ -f dist/index.js ] || { echo "gpu-node: build the addon and dist first"; exit 1; }
   stage=$(mktemp -d)
   cp "$(command -v node)" "$stage/node"
