@@ -77,7 +77,7 @@ export interface SystemInfo {
   cuda: {
     /** The targets embedded in this binary, cubins (`'sm_90a'`) then PTX (`'compute_80'`); empty without kernels. */
     targets: string[];
-    /** Why no GPU can run this binary's kernels (none embedded: it was built without nvcc); null otherwise. */
+    /** Why no GPU can run this binary's kernels (none embedded: built from source without nvcc, or with no GPU to build for); null otherwise. */
     kernelsProblem: string | null;
     /** The CUDA version a driver must support for these kernels, e.g. `'13.0'`. */
     minDriverVersion: string;

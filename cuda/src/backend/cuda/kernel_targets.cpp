@@ -164,7 +164,8 @@ std::string target_list(const std::vector<KernelTarget> &targets) {
 
 std::string build_kernels_problem() {
   if (kernel_image_count == 0)
-    return "this build has no CUDA kernels (it was built without nvcc; run scripts/build-cuda.mjs, then rebuild)";
+    return "this build has no CUDA kernels (built from source without nvcc or without a GPU to build for: install "
+           "the prebuilt package, or set VTENGINE_CUDA_ARCH and npm install --build-from-source)";
   if (!kernel_targets_error().empty()) return "the embedded CUDA kernels could not be read: " + kernel_targets_error();
   if (embedded_kernel_targets().empty()) return "the embedded CUDA kernel images hold no target common to all of them";
   return "";

@@ -1,0 +1,69 @@
+// Lifetimes through the public API (issue 21's acceptance): N load → generate → dispose cycles in one process,
+// and what each leaves behind: VmRSS (/proc/self/status, after a full GC) and, on a GPU, this process's device
+// bytes as NVML reports them (the engine's own reader, lib/memory/nvml.ts). Acceptance: after the last cycle RSS
+// within 8 MiB of where the second cycle left it (the first one pays for one-time setup: code pages, the
+// tokenizer's caches, the CUDA driver), and the device bytes back to the byte.
+//
+//   npm run build:all && node bench/lifetimes.mjs [--device cpu|cuda] [--cycles 15] [--model DIR] [--json FILE]
+//
+// Runs itself under --expose-gc --max-semi-space-size=1 (V8's young generation held at its initial size, as
+// bench/soak.mjs does: with node's defaults it grows and shrinks by up to 25 MiB on its own schedule);
+// --node-defaults keeps V8's sizing.
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+
+const { values: opt } = parseArgs({
+  options: {
+    device: { type: 'string', default: 'cpu' },
+    cycles: { type: 'string', default: '15' },
+    model: { type: 'string' },
+    json: { type: 'string' },
+    'node-defaults': { type: 'boolean', default: false },
+  },
+});
+const NODE_FLAGS = opt['node-defaults'] ? ['--expose-gc'] : ['--expose-gc', '--max-semi-space-size=1'];
+if (!NODE_FLAGS.every((f) => process.execArgv.includes(f))) {
+  const r = spawnSync(process.execPath, [...new Set([...process.execArgv, ...NODE_FLAGS])].concat(
+    process.argv.slice(1)), { stdio: 'inherit' });
+  process.exit(r.status ?? 1);
+}
+
+const { Engine, DEFAULT_MODEL_DIR } = await import('../dist/index.js');
+const { nvml } = await import('../dist/memory/nvml.js');
+const MiB = 2 ** 20;
+const rss = () => Number(readFileSync('/proc/self/status', 'utf8').match(/VmRSS:\s+(\d+)/)[1]) * 1024;
+const gpuBytes = () => {
+  const r = nvml.processBytes(0, process.pid);
+  return r.value ?? null;
+};
+
+const cycles = Math.max(2, Number(opt.cycles));
+const rows = [];
+for (let i = 1; i <= cycles; i++) {
+  const engine = await Engine.load(opt.model ?? DEFAULT_MODEL_DIR, { device: opt.device });
+  const runs = [1, 2, 3, 4].map((k) => engine.generate({ tokens: [1, 2, 3, k] }, { maxTokens: 64, stopTokenIds: [] }));
+  const tokens = (await Promise.all(runs)).reduce((n, r) => n + r.tokenIds.length, 0);
+  const loaded = { rss: rss(), gpu: opt.device === 'cuda' ? gpuBytes() : null };
+  await engine.dispose();
+  globalThis.gc();
+  const row = { cycle: i, tokens, rssLoadedBytes: loaded.rss, rssBytes: rss(), gpuLoadedBytes: loaded.gpu,
+    gpuBytes: opt.device === 'cuda' ? gpuBytes() : null };
+  rows.push(row);
+  console.log(`cycle ${String(i).padStart(2)}: ${tokens} tokens; RSS ${(row.rssLoadedBytes / MiB).toFixed(1)} MiB loaded, ` +
+    `${(row.rssBytes / MiB).toFixed(1)} MiB after dispose` +
+    (row.gpuBytes === null ? '' : `; GPU ${row.gpuLoadedBytes} B loaded, ${row.gpuBytes} B after dispose`));
+}
+const second = rows[1], last = rows[rows.length - 1];
+const rssGrowth = last.rssBytes - second.rssBytes;
+const gpuGrowth = last.gpuBytes === null ? null : last.gpuBytes - second.gpuBytes;
+const rssOk = Math.abs(rssGrowth) <= 8 * MiB;
+const gpuOk = gpuGrowth === null || gpuGrowth === 0;
+console.log(`after ${cycles} cycles: RSS ${rssGrowth >= 0 ? '+' : ''}${(rssGrowth / MiB).toFixed(2)} MiB against cycle 2 ` +
+  `(${rssOk ? 'within' : 'NOT within'} 8 MiB)` +
+  (gpuGrowth === null ? '' : `; GPU ${gpuGrowth >= 0 ? '+' : ''}${gpuGrowth} B (${gpuOk ? 'back to the byte' : 'NOT back'})`));
+if (opt.json) {
+  writeFileSync(opt.json, JSON.stringify({ command: [...process.execArgv, ...process.argv.slice(1)].join(' '),
+    date: new Date().toISOString(), node: process.version, device: opt.device, rows, rssGrowth, gpuGrowth }, null, 2));
+}
+process.exit(rssOk && gpuOk ? 0 : 1);
