@@ -1,5 +1,5 @@
 // The engine's switches, read from the environment (contract in tuning.h). env() below is the engine's only
-// getenv: a new switch is a field of Tuning, read here, and named in the tables of docs/development.md.
+// getenv: a new switch is a field of Tuning, read here, and named in the table of bench/README.md.
 #include "tuning.h"
 
 #include <algorithm>
@@ -50,7 +50,7 @@ void name_unknown_switches() {
     const std::string name(kv.substr(0, kv.find('=')));
     if (std::none_of(std::begin(kKnown), std::end(kKnown), [&](const char *k) { return name == k; }))
       say_once(name + " is not read by this build (a settled experiment's switch is gone: bench/RESULTS.md has "
-                      "its figures; docs/development.md lists the switches)");
+                      "its figures; bench/README.md lists the switches)");
   }
 }
 
