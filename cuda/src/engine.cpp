@@ -10,7 +10,7 @@
 #include "backend/cuda/driver.h"
 #include "loader/weights.h"
 #include "memory_plan.h"
-#include "models/dense_decoder.h"
+#include "backend/cpu/cpu_decoder.h"
 #include "models/dense_decoder_cuda.h"
 #include "status.h"
 
@@ -91,7 +91,7 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
     e->weight_host_bytes_ = w.host_bytes;
     e->weight_mapped_bytes_ = w.bytes;
     e->device_name_ = "cpu";
-    model = std::make_unique<DenseDecoder>(c, std::move(w), *e->pool_, *e->kv_, plan.max_batch_tokens, plan.tuning.cpu);
+    model = std::make_unique<CpuDecoder>(c, std::move(w), *e->pool_, *e->kv_, plan.max_batch_tokens, plan.tuning.cpu);
   }
   e->blocks_ = std::make_unique<BlockManager>(plan.n_blocks, plan.block_size);
   e->scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{plan.max_seqs, plan.max_batch_tokens}, *e->blocks_);

@@ -137,7 +137,8 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
     m.workspace_bytes = ws.total, m.host_pinned_bytes = ws.pinned;
     return m;
   }
-  // The dense decoder's RunState (see models/dense_decoder.h) plus the runner's logits and the sampler.
+  // The CPU decoder's activations (DenseModel's tensors, x h qkv attn act, and CpuModelOps' scratch, proj up and the
+  // rows gathered for the logits: backend/cpu/cpu_model_ops.h) plus the runner's logits and the sampler.
   const int64_t T = m.max_batch_tokens, H = c.hidden_size, I = c.intermediate_size;
   const int64_t QD = int64_t(c.n_heads) * c.head_dim, KVD = int64_t(c.n_kv_heads) * c.head_dim, V = c.vocab_size;
   const int64_t activations = T * (4 * H + 2 * QD + 2 * KVD + 2 * I);

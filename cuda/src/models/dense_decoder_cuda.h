@@ -1,4 +1,4 @@
-// The dense decoder of models/dense_decoder.h on one GPU: the same forward() over the same weights, with the
+// The dense decoder of models/dense_model.h on one GPU: the same forward() over the same weights, with the
 // weights, the paged KV cache and the activations in device memory and every op from backend/cuda. Activations
 // are fp32 (the debugging mode whose results match the CPU backend to rounding) or bf16 (fp32 arithmetic inside
 // every kernel). With bf16 activations only what feeds a product (the normed rows, the attention output, the

@@ -1,0 +1,61 @@
+// The CPU backend's ModelOps (models/model_ops.h): each op one CPU kernel after another (backend/cpu/cpu_ops.h),
+// in fp32, on the thread pool; activations in pages of their own (host_pages.h), the KV cache the engine's.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/cpu_ops.h"
+#include "host_pages.h"
+#include "kv_cache.h"
+#include "loader/config.h"
+#include "models/model_ops.h"
+
+namespace vt {
+
+class CpuModelOps : public ModelOps {
+ public:
+  CpuModelOps(const ModelConfig &c, cpu::ThreadPool &pool, KvCache &kv, int32_t max_tokens);
+
+  Tensor tensor(std::initializer_list<int64_t> parts, bool fp32 = false) override;
+  Linear linear_weights(std::initializer_list<const Matrix *> parts,
+                        std::initializer_list<const std::vector<float> *> biases) override;
+
+  void begin_step(const ForwardBatch &b, const int32_t *tokens) override;
+  void embed(const Matrix &table, Tensor out) override;
+  void rmsnorm(Tensor x, const std::vector<float> &norm, Tensor out) override;
+  void linear(Tensor x, Linear w, Tensor out, const Epilogue &e = {}) override;
+  void attention(Tensor qkv, int32_t layer, Tensor out) override;
+  void logits(Tensor x, const int32_t *rows, int32_t n, const Matrix &head, float *out) override;
+
+ private:
+  struct Part {
+    int64_t cols;
+    PageVector<float> data;  // (max_tokens, cols)
+  };
+  struct LinearW {
+    std::vector<const Matrix *> parts;
+    std::vector<const float *> biases;  // null: none
+  };
+  float *part(Tensor t, size_t p);
+  void product(const float *x, const LinearW &w, size_t p, float *y);
+  void scratch_for(const LinearW &w);
+
+  const ModelConfig &c_;
+  cpu::ThreadPool &pool_;
+  KvCache &kv_;
+  int32_t max_tokens_;
+  std::vector<float> inv_freq_;  // (head_dim / 2)
+  float rope_scale_ = 1.f;
+  std::vector<std::vector<Part>> tensors_;
+  std::vector<LinearW> linears_;
+  // The step
+  const ForwardBatch *b_ = nullptr;
+  const int32_t *tokens_ = nullptr;
+  // Scratch: a linear's output before its epilogue (kAddNorm: the sublayer's output; kSwiGLU: up), and the rows
+  // gathered for logits(). Sized at load from the linear layers bound.
+  int64_t proj_cols_ = 0, up_cols_ = 0;
+  PageVector<float> proj_, up_, gathered_;
+};
+
+}  // namespace vt

@@ -1,0 +1,82 @@
+// What a model asks of a backend (issue 21): the ops a decoder is made of, over tensors and weights the backend
+// holds. A model (models/dense_model.cpp) is written once against this interface, as a weight schema (which
+// matrices make each linear layer, bound once at load) and a composition of ops; a backend implements the ops
+// and decides how to run each: the CPU backend (backend/cpu/cpu_model_ops) one kernel after another, the CUDA
+// backend (next) a linear and its epilogue as one fused kernel where the weight format and the row count allow.
+//
+// A step: the decoder hands the backend the step's batch (ModelOps::begin_step), then the model runs its ops
+// over the batch's T rows; the tensors it names are (T, cols) activations whose layout is the backend's.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+#include "loader/weights.h"
+#include "models/decoder.h"
+
+namespace vt {
+
+// An activation tensor of the step: declared once at load (ModelOps::tensor), rows = the step's tokens.
+enum class Tensor : int32_t {};
+// A linear layer's weights as the backend holds them (ModelOps::linear_weights): one or more matrices over the
+// same input whose outputs sit side by side (q|k|v, gate|up), each with its bias or none.
+enum class Linear : int32_t {};
+
+// What a linear layer's output goes through before it lands in `out`. The model says what it wants; the backend
+// may fuse it into the product.
+struct Epilogue {
+  enum Kind {
+    kNone,       // out = y
+    kAddNorm,    // residual += y; out = rmsnorm(residual) * norm: the next sub-block's input
+    kRopeStore,  // y = q|k|v of `layer`: q and k normed per head (q_norm, k_norm, when given), RoPE at the rows'
+                 // positions, k and v written into the layer's KV cache; out = y (its q is attention's input)
+    kSwiGLU,     // y = gate|up: out = silu(gate) * up
+  };
+  Kind kind = kNone;
+  Tensor residual{};                       // kAddNorm
+  const std::vector<float> *norm = nullptr;  // kAddNorm
+  int32_t layer = 0;                       // kRopeStore
+  const std::vector<float> *q_norm = nullptr, *k_norm = nullptr;  // kRopeStore; null or empty: none
+
+  static Epilogue add_norm(Tensor residual, const std::vector<float> &norm) {
+    Epilogue e;
+    e.kind = kAddNorm, e.residual = residual, e.norm = &norm;
+    return e;
+  }
+  static Epilogue rope_store(int32_t layer, const std::vector<float> &q_norm, const std::vector<float> &k_norm) {
+    Epilogue e;
+    e.kind = kRopeStore, e.layer = layer, e.q_norm = &q_norm, e.k_norm = &k_norm;
+    return e;
+  }
+  static Epilogue swiglu() {
+    Epilogue e;
+    e.kind = kSwiGLU;
+    return e;
+  }
+};
+
+class ModelOps {
+ public:
+  virtual ~ModelOps() = default;
+
+  // Load time. A (max_tokens, cols) activation tensor: `parts` are the widths of the side-by-side outputs of the
+  // linear layer that writes it (q|k|v: {q, k, v}), one part for any other tensor. fp32 holds the residual
+  // stream (kept in fp32 on every backend).
+  virtual Tensor tensor(std::initializer_list<int64_t> parts, bool fp32 = false) = 0;
+  // A linear layer: the matrices (each (rows, cols) over the same cols) and their biases (null or empty: none).
+  virtual Linear linear_weights(std::initializer_list<const Matrix *> parts,
+                                std::initializer_list<const std::vector<float> *> biases) = 0;
+
+  // Step time, over the rows of the batch begin_step was given.
+  virtual void begin_step(const ForwardBatch &b, const int32_t *tokens) = 0;
+  virtual void embed(const Matrix &table, Tensor out) = 0;                        // out = table rows of the tokens
+  virtual void rmsnorm(Tensor x, const std::vector<float> &norm, Tensor out) = 0;  // out = rmsnorm(x) * norm
+  virtual void linear(Tensor x, Linear w, Tensor out, const Epilogue &e = {}) = 0;
+  // Paged causal attention of `layer` for the q part of qkv (written by a kRopeStore linear) → out.
+  virtual void attention(Tensor qkv, int32_t layer, Tensor out) = 0;
+  // logits (n, vocab) fp32, host memory, of the given rows of x through `head` (a (vocab, hidden) matrix).
+  virtual void logits(Tensor x, const int32_t *rows, int32_t n, const Matrix &head, float *out) = 0;
+};
+
+}  // namespace vt
