@@ -6,7 +6,9 @@
 #include <string>
 #include <thread>
 
+#include "backend/cpu/cpu_model_ops.h"
 #include "kv_cache.h"
+#include "models/dense_model.h"
 #include "status.h"
 
 namespace vt {
@@ -137,14 +139,16 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
     m.workspace_bytes = ws.total, m.host_pinned_bytes = ws.pinned;
     return m;
   }
-  // The CPU decoder's activations (DenseModel's tensors, x h qkv attn act, and CpuModelOps' scratch, proj up and the
-  // rows gathered for the logits: backend/cpu/cpu_model_ops.h) plus the runner's logits and the sampler.
-  const int64_t T = m.max_batch_tokens, H = c.hidden_size, I = c.intermediate_size;
-  const int64_t QD = int64_t(c.n_heads) * c.head_dim, KVD = int64_t(c.n_kv_heads) * c.head_dim, V = c.vocab_size;
-  const int64_t activations = T * (4 * H + 2 * QD + 2 * KVD + 2 * I);
+  // The CPU decoder's activations, sized by the code that allocates them (the model's declarations through a
+  // sizing CpuModelOps), plus the runner's logits and the sampler.
+  const Weights shapes = DenseModel::weight_shapes(c);
+  CpuModelOps sizing(c, m.max_batch_tokens);
+  const DenseModel model(c, shapes, sizing);
+  m.activation_bytes = sizing.bytes();
+  const int64_t V = c.vocab_size;
   const int64_t logits = int64_t(m.max_seqs) * V + 16 * V;  // sampled rows + the teacher-forcing block
   const int64_t sampler = 3 * V;
-  m.workspace_bytes = (activations + logits + sampler) * int64_t(sizeof(float));
+  m.workspace_bytes = m.activation_bytes + (logits + sampler) * int64_t(sizeof(float));
   return m;
 }
 

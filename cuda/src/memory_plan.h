@@ -25,6 +25,7 @@ struct MemoryPlan {
                                 // once every block has been used
   int64_t workspace_bytes = 0;  // CPU: activations for max_batch_tokens rows, logits, sampler scratch (host);
                                 // CUDA: CudaDecoder::plan_workspace (device)
+  int64_t activation_bytes = 0;  // CPU: the decoder's activations and scratch, of workspace_bytes (CpuModelOps)
   int64_t host_pinned_bytes = 0;  // CUDA: page-locked host staging (CudaDecoder::plan_workspace's pinned); CPU: 0
   // Decode batch sizes to capture as CUDA graphs, ascending, each 1..max_seqs; empty when graphs are off. Planned
   // whatever the device (the plan is made before the backend is chosen); the CPU backend ignores it.

@@ -9,9 +9,15 @@
 #include <string>
 #include <vector>
 
+#include <filesystem>
+
+#include "backend/cpu/cpu_decoder.h"
 #include "backend/cpu/cpu_model_ops.h"
 #include "check.h"
+#include "loader/safetensors.h"
+#include "memory_plan.h"
 #include "models/dense_model.h"
+#include "vt_engine.h"
 
 using namespace vt;
 
@@ -244,8 +250,35 @@ const ModelConfig Dense::config_ = config();
 
 }  // namespace
 
+// For every fixture checkpoint: the bytes the plan gives the CPU decoder's activations (a sizing CpuModelOps over
+// the model's weight shapes, as Engine.estimate reads them) against the bytes the decoder allocated when built
+// over the checkpoint's real weights.
+void plan_against_allocation() {
+  const std::string root = "test/fixtures";  // the tests run from the repository root
+  int checked = 0;
+  for (const auto &entry : std::filesystem::directory_iterator(root)) {
+    const std::string dir = entry.path().string();
+    if (!std::filesystem::exists(dir + "/config.json") || !std::filesystem::exists(dir + "/reference.json")) continue;
+    const ModelConfig c = load_model_config(dir);
+    vt_engine_params p = vt_engine_default_params();
+    p.device = VT_DEVICE_CPU;
+    const MemoryPlan plan = plan_memory(c, p);
+    const auto ck = Checkpoint::open(dir);
+    cpu::ThreadPool pool(1);
+    KvCache kv(c.n_layers, 1, plan.block_size, c.n_kv_heads, c.head_dim);
+    const CpuDecoder decoder(c, bind_weights(c, *ck, nullptr), pool, kv, plan.max_batch_tokens);
+    record(plan.activation_bytes > 0 && decoder.activation_bytes() == plan.activation_bytes,
+           entry.path().filename().string() + ": plan " + std::to_string(plan.activation_bytes) + " B, allocated " +
+               std::to_string(decoder.activation_bytes()) + " B");
+    ++checked;
+  }
+  std::printf("plan against allocation: %d fixtures\n", checked);
+  CHECK(checked >= 5);
+}
+
 int main() {
   g_rng.seed(21);
+  plan_against_allocation();
   const RandomCheckpoint ck;
   std::vector<float> dense_logits, variant_logits;
   // fp32 against float64 over 2 layers of 32: a few ulps of the logits' scale; 1e-4 leaves room and catches any

@@ -17,6 +17,25 @@ DenseModel::DenseModel(const ModelConfig &c, const Weights &w, ModelOps &ops) : 
   }
 }
 
+Weights DenseModel::weight_shapes(const ModelConfig &c) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  const int64_t QD = int64_t(c.n_heads) * c.head_dim, KVD = int64_t(c.n_kv_heads) * c.head_dim;
+  auto m = [](int64_t rows, int64_t cols) {
+    Matrix x;
+    x.rows = rows, x.cols = cols;
+    return x;
+  };
+  Weights w;
+  w.embed = m(V, H), w.lm_head = m(V, H);
+  for (int l = 0; l < c.n_layers; ++l) {
+    LayerWeights L;
+    L.q = m(QD, H), L.k = m(KVD, H), L.v = m(KVD, H), L.o = m(H, QD);
+    L.gate = m(I, H), L.up = m(I, H), L.down = m(H, I);
+    w.layers.push_back(std::move(L));
+  }
+  return w;
+}
+
 void DenseModel::forward(ModelOps &ops) const {
   ops.embed(w_.embed, x_);
   ops.rmsnorm(x_, w_.layers[0].attn_norm, h_);

@@ -18,6 +18,10 @@ class DenseModel {
   // Declares the model's activations and binds its weights (which stay `w`'s: the backend may copy or map them).
   DenseModel(const ModelConfig &c, const Weights &w, ModelOps &ops);
 
+  // The weight schema's shapes for a config, no data: what a backend's sizing needs (memory_plan.cpp) before a
+  // checkpoint is read.
+  static Weights weight_shapes(const ModelConfig &c);
+
   // One step over the rows begin_step gave `ops`; afterwards output() holds each row's final-normed hidden state.
   void forward(ModelOps &ops) const;
   Tensor output() const { return h_; }

@@ -33,6 +33,9 @@ class CpuDecoder : public Decoder {
   void chain_begin(int32_t n, const cuda::SampleRow *params) override;  // greedy rows only (params null)
   void chain_end(int32_t *ids) override;
 
+  // The activations and scratch this decoder allocated (the plan sizes the same: MemoryPlan::activation_bytes).
+  int64_t activation_bytes() const { return ops_.allocated_bytes(); }
+
  private:
   ModelConfig c_;
   Weights w_;

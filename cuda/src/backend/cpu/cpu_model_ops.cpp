@@ -7,14 +7,39 @@
 namespace vt {
 
 CpuModelOps::CpuModelOps(const ModelConfig &c, cpu::ThreadPool &pool, KvCache &kv, int32_t max_tokens)
-    : c_(c), pool_(pool), kv_(kv), max_tokens_(max_tokens) {
+    : c_(c), pool_(&pool), kv_(&kv), max_tokens_(max_tokens) {
   rope_tables(c_, &inv_freq_, &rope_scale_);
-  gathered_.resize(size_t(max_tokens) * size_t(c.hidden_size));
+  reserve(gathered_, c.hidden_size);
+}
+
+CpuModelOps::CpuModelOps(const ModelConfig &c, int32_t max_tokens) : c_(c), max_tokens_(max_tokens) {
+  reserve(gathered_, c.hidden_size);
+}
+
+void CpuModelOps::reserve(PageVector<float> &v, int64_t cols) {
+  if (pool_) v.resize(size_t(max_tokens_) * size_t(cols));
+}
+
+int64_t CpuModelOps::bytes() const {
+  int64_t cols = proj_cols_ + up_cols_ + c_.hidden_size;  // the scratch, and the rows gathered for logits()
+  for (const auto &t : tensors_)
+    for (const Part &p : t) cols += p.cols;
+  return int64_t(max_tokens_) * cols * int64_t(sizeof(float));
+}
+
+int64_t CpuModelOps::allocated_bytes() const {
+  size_t floats = proj_.size() + up_.size() + gathered_.size();
+  for (const auto &t : tensors_)
+    for (const Part &p : t) floats += p.data.size();
+  return int64_t(floats * sizeof(float));
 }
 
 Tensor CpuModelOps::tensor(std::initializer_list<int64_t> parts, bool /*fp32: every CPU tensor is*/) {
   std::vector<Part> t;
-  for (int64_t cols : parts) t.push_back({cols, PageVector<float>(size_t(max_tokens_) * size_t(cols))});
+  for (int64_t cols : parts) {
+    t.push_back({cols, {}});
+    reserve(t.back().data, cols);
+  }
   tensors_.push_back(std::move(t));
   return Tensor(int32_t(tensors_.size() - 1));
 }
@@ -34,17 +59,18 @@ Linear CpuModelOps::linear_weights(std::initializer_list<const Matrix *> parts,
 void CpuModelOps::scratch_for(const LinearW &w) {
   if (w.parts.size() == 1 && w.parts[0]->rows > proj_cols_) {
     proj_cols_ = w.parts[0]->rows;
-    proj_.resize(size_t(max_tokens_) * size_t(proj_cols_));
+    reserve(proj_, proj_cols_);
   }
   if (w.parts.size() == 2 && w.parts[1]->rows > up_cols_) {
     up_cols_ = w.parts[1]->rows;
-    up_.resize(size_t(max_tokens_) * size_t(up_cols_));
+    reserve(up_, up_cols_);
   }
 }
 
 float *CpuModelOps::part(Tensor t, size_t p) { return tensors_.at(size_t(t)).at(p).data.data(); }
 
 void CpuModelOps::begin_step(const ForwardBatch &b, const int32_t *tokens) {
+  if (!pool_) throw std::logic_error("CpuModelOps: a sizing instance runs nothing");
   if (b.n_tokens > max_tokens_) throw std::logic_error("CpuModelOps: a step larger than max_tokens");
   b_ = &b, tokens_ = tokens;
 }
@@ -57,12 +83,12 @@ void CpuModelOps::rmsnorm(Tensor x, const std::vector<float> &norm, Tensor out) 
   const int64_t T = b_->n_tokens, H = int64_t(norm.size());
   float *o = part(out, 0);
   if (o != part(x, 0)) std::copy_n(part(x, 0), T * H, o);
-  cpu::rmsnorm(pool_, o, T, H, norm.data(), c_.rms_norm_eps);
+  cpu::rmsnorm(*pool_, o, T, H, norm.data(), c_.rms_norm_eps);
 }
 
 void CpuModelOps::product(const float *x, const LinearW &w, size_t p, float *y) {
   const Matrix &m = *w.parts[p];
-  cpu::matmul(pool_, x, b_->n_tokens, m.cols, m.data, m.dtype, m.rows, w.biases[p], y);
+  cpu::matmul(*pool_, x, b_->n_tokens, m.cols, m.data, m.dtype, m.rows, w.biases[p], y);
 }
 
 void CpuModelOps::linear(Tensor x, Linear wi, Tensor out, const Epilogue &e) {
@@ -76,23 +102,23 @@ void CpuModelOps::linear(Tensor x, Linear wi, Tensor out, const Epilogue &e) {
       if (e.kind == Epilogue::kRopeStore) {
         float *q = part(out, 0), *k = part(out, 1), *v = part(out, 2);
         const float eps = c_.rms_norm_eps;
-        if (e.q_norm && !e.q_norm->empty()) cpu::rmsnorm(pool_, q, T * c_.n_heads, c_.head_dim, e.q_norm->data(), eps);
-        if (e.k_norm && !e.k_norm->empty()) cpu::rmsnorm(pool_, k, T * c_.n_kv_heads, c_.head_dim, e.k_norm->data(), eps);
-        cpu::rope(pool_, q, T, c_.n_heads, c_.head_dim, b_->positions, inv_freq_.data(), rope_scale_);
-        cpu::rope(pool_, k, T, c_.n_kv_heads, c_.head_dim, b_->positions, inv_freq_.data(), rope_scale_);
-        cpu::kv_store(k, v, T, c_.n_kv_heads, c_.head_dim, b_->slots, kv_.k(e.layer), kv_.v(e.layer));
+        if (e.q_norm && !e.q_norm->empty()) cpu::rmsnorm(*pool_, q, T * c_.n_heads, c_.head_dim, e.q_norm->data(), eps);
+        if (e.k_norm && !e.k_norm->empty()) cpu::rmsnorm(*pool_, k, T * c_.n_kv_heads, c_.head_dim, e.k_norm->data(), eps);
+        cpu::rope(*pool_, q, T, c_.n_heads, c_.head_dim, b_->positions, inv_freq_.data(), rope_scale_);
+        cpu::rope(*pool_, k, T, c_.n_kv_heads, c_.head_dim, b_->positions, inv_freq_.data(), rope_scale_);
+        cpu::kv_store(k, v, T, c_.n_kv_heads, c_.head_dim, b_->slots, kv_->k(e.layer), kv_->v(e.layer));
       }
       return;
     case Epilogue::kSwiGLU: {
       float *gate = part(out, 0);
       product(in, w, 0, gate);
       product(in, w, 1, up_.data());
-      cpu::silu_mul(pool_, gate, up_.data(), T, w.parts[0]->rows, gate);
+      cpu::silu_mul(*pool_, gate, up_.data(), T, w.parts[0]->rows, gate);
       return;
     }
     case Epilogue::kAddNorm:
       product(in, w, 0, proj_.data());
-      cpu::add_rmsnorm(pool_, part(e.residual, 0), proj_.data(), T, w.parts[0]->rows, e.norm->data(), c_.rms_norm_eps,
+      cpu::add_rmsnorm(*pool_, part(e.residual, 0), proj_.data(), T, w.parts[0]->rows, e.norm->data(), c_.rms_norm_eps,
                        part(out, 0));
       return;
   }
@@ -100,7 +126,7 @@ void CpuModelOps::linear(Tensor x, Linear wi, Tensor out, const Epilogue &e) {
 
 void CpuModelOps::attention(Tensor qkv, int32_t layer, Tensor out) {
   const float scale = 1.0f / std::sqrt(float(c_.head_dim));
-  cpu::attention(pool_, part(qkv, 0), kv_.k(layer), kv_.v(layer), b_->attn, c_.n_heads, c_.n_kv_heads, c_.head_dim,
+  cpu::attention(*pool_, part(qkv, 0), kv_->k(layer), kv_->v(layer), b_->attn, c_.n_heads, c_.n_kv_heads, c_.head_dim,
                  scale, part(out, 0));
 }
 
@@ -109,7 +135,7 @@ void CpuModelOps::logits(Tensor x, const int32_t *rows, int32_t n, const Matrix 
   const int64_t H = head.cols;
   const float *src = part(x, 0);
   for (int32_t i = 0; i < n; ++i) std::copy_n(src + int64_t(rows[i]) * H, H, gathered_.data() + int64_t(i) * H);
-  cpu::matmul(pool_, gathered_.data(), n, H, head.data, head.dtype, head.rows, nullptr, out);
+  cpu::matmul(*pool_, gathered_.data(), n, H, head.data, head.dtype, head.rows, nullptr, out);
 }
 
 }  // namespace vt

@@ -16,6 +16,14 @@ namespace vt {
 class CpuModelOps : public ModelOps {
  public:
   CpuModelOps(const ModelConfig &c, cpu::ThreadPool &pool, KvCache &kv, int32_t max_tokens);
+  // Sizing only (memory_plan.cpp): the same declarations, nothing allocated, nothing run; bytes() is what the
+  // engine's CpuModelOps will allocate. One code path sizes both, so the estimate and the load cannot disagree.
+  CpuModelOps(const ModelConfig &c, int32_t max_tokens);
+
+  // Activation and scratch bytes, from the declarations (what a sizing instance reports), and from the buffers
+  // themselves (an engine's instance): the two agree, test_model_ops checks it for every fixture.
+  int64_t bytes() const;
+  int64_t allocated_bytes() const;
 
   Tensor tensor(std::initializer_list<int64_t> parts, bool fp32 = false) override;
   Linear linear_weights(std::initializer_list<const Matrix *> parts,
@@ -40,10 +48,11 @@ class CpuModelOps : public ModelOps {
   float *part(Tensor t, size_t p);
   void product(const float *x, const LinearW &w, size_t p, float *y);
   void scratch_for(const LinearW &w);
+  void reserve(PageVector<float> &v, int64_t cols);  // (max_tokens, cols), counted; allocated unless sizing
 
   const ModelConfig &c_;
-  cpu::ThreadPool &pool_;
-  KvCache &kv_;
+  cpu::ThreadPool *pool_ = nullptr;  // null: sizing only
+  KvCache *kv_ = nullptr;
   int32_t max_tokens_;
   std::vector<float> inv_freq_;  // (head_dim / 2)
   float rope_scale_ = 1.f;
