@@ -36,27 +36,34 @@ class MlpFirstModel {
       layers_.push_back({ops.linear_weights({&Lw.q, &Lw.k, &Lw.v}, {&Lw.q_bias, &Lw.k_bias, &Lw.v_bias}),
                          ops.linear_weights({&Lw.o}, {&Lw.o_bias}),
                          ops.linear_weights({&Lw.gate, &Lw.up}, {&Lw.gate_bias, &Lw.up_bias}),
-                         ops.linear_weights({&Lw.down}, {&Lw.down_bias})});
+                         ops.linear_weights({&Lw.down}, {&Lw.down_bias}), ops.vector_weights(Lw.attn_norm),
+                         ops.vector_weights(Lw.q_norm), ops.vector_weights(Lw.k_norm),
+                         ops.vector_weights(Lw.mlp_norm)});
+    final_norm_ = ops.vector_weights(w.final_norm);
   }
   void forward(ModelOps &ops) const {
     ops.embed(w_.embed, x_);
-    ops.rmsnorm(x_, w_.layers[0].mlp_norm, h_);
+    ops.rmsnorm(x_, layers_[0].mlp_norm, h_);
     for (size_t l = 0; l < layers_.size(); ++l) {
-      const LayerWeights &Lw = w_.layers[l];
-      ops.linear(h_, layers_[l].gate_up, act_, Epilogue::swiglu());
-      ops.linear(act_, layers_[l].down, h_, Epilogue::add_norm(x_, Lw.attn_norm));
-      ops.linear(h_, layers_[l].qkv, qkv_, Epilogue::rope_store(int32_t(l), Lw.q_norm, Lw.k_norm));
+      const Layer &L = layers_[l];
+      const bool last = l + 1 == layers_.size();
+      ops.linear(h_, L.gate_up, act_, Epilogue::swiglu());
+      ops.linear(act_, L.down, h_, Epilogue::add_norm(x_, L.attn_norm));
+      ops.linear(h_, L.qkv, qkv_, Epilogue::rope_store(int32_t(l), L.q_norm, L.k_norm));
       ops.attention(qkv_, int32_t(l), attn_);
-      const std::vector<float> &next = l + 1 < layers_.size() ? w_.layers[l + 1].mlp_norm : w_.final_norm;
-      ops.linear(attn_, layers_[l].o, h_, Epilogue::add_norm(x_, next));
+      ops.linear(attn_, L.o, h_, Epilogue::add_norm(x_, last ? final_norm_ : layers_[l + 1].mlp_norm, last));
     }
   }
   Tensor output() const { return h_; }
 
  private:
-  struct Layer { Linear qkv, o, gate_up, down; };
+  struct Layer {
+    Linear qkv, o, gate_up, down;
+    Vector attn_norm, q_norm, k_norm, mlp_norm;
+  };
   const Weights &w_;
   std::vector<Layer> layers_;
+  Vector final_norm_{};
   Tensor x_{}, h_{}, qkv_{}, attn_{}, act_{};
 };
 

@@ -10,11 +10,13 @@ DenseModel::DenseModel(const ModelConfig &c, const Weights &w, ModelOps &ops) : 
   attn_ = ops.tensor({QD});
   act_ = ops.tensor({c.intermediate_size});
   for (const LayerWeights &L : w.layers) {
-    layers_.push_back({&L, ops.linear_weights({&L.q, &L.k, &L.v}, {&L.q_bias, &L.k_bias, &L.v_bias}),
+    layers_.push_back({ops.linear_weights({&L.q, &L.k, &L.v}, {&L.q_bias, &L.k_bias, &L.v_bias}),
                        ops.linear_weights({&L.o}, {&L.o_bias}),
                        ops.linear_weights({&L.gate, &L.up}, {&L.gate_bias, &L.up_bias}),
-                       ops.linear_weights({&L.down}, {&L.down_bias})});
+                       ops.linear_weights({&L.down}, {&L.down_bias}), ops.vector_weights(L.attn_norm),
+                       ops.vector_weights(L.q_norm), ops.vector_weights(L.k_norm), ops.vector_weights(L.mlp_norm)});
   }
+  final_norm_ = ops.vector_weights(w.final_norm);
 }
 
 Weights DenseModel::weight_shapes(const ModelConfig &c) {
@@ -38,18 +40,19 @@ Weights DenseModel::weight_shapes(const ModelConfig &c) {
 
 void DenseModel::forward(ModelOps &ops) const {
   ops.embed(w_.embed, x_);
-  ops.rmsnorm(x_, w_.layers[0].attn_norm, h_);
+  ops.rmsnorm(x_, layers_[0].attn_norm, h_);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer &L = layers_[l];
+    const bool last = l + 1 == layers_.size();
     // attention: q|k|v (Qwen3: each head of q and k normed), RoPE, the new keys and values into the cache
-    ops.linear(h_, L.qkv, qkv_, Epilogue::rope_store(int32_t(l), L.w->q_norm, L.w->k_norm));
+    ops.linear(h_, L.qkv, qkv_, Epilogue::rope_store(int32_t(l), L.q_norm, L.k_norm));
     ops.attention(qkv_, int32_t(l), attn_);
     // residual += o(attention); h = post_attention_layernorm(residual)
-    ops.linear(attn_, L.o, h_, Epilogue::add_norm(x_, L.w->mlp_norm));
-    // MLP: silu(gate) * up, then down; residual += it; h = the next layer's input_layernorm (or the final norm)
+    ops.linear(attn_, L.o, h_, Epilogue::add_norm(x_, L.mlp_norm));
+    // MLP: silu(gate) * up, then down; residual += it; h = the next layer's input_layernorm (or the final norm:
+    // the model's output)
     ops.linear(h_, L.gate_up, act_, Epilogue::swiglu());
-    const std::vector<float> &next = l + 1 < layers_.size() ? layers_[l + 1].w->attn_norm : w_.final_norm;
-    ops.linear(act_, L.down, h_, Epilogue::add_norm(x_, next));
+    ops.linear(act_, L.down, h_, Epilogue::add_norm(x_, last ? final_norm_ : layers_[l + 1].attn_norm, last));
   }
 }
 

@@ -28,12 +28,13 @@ class DenseModel {
 
  private:
   struct Layer {
-    const LayerWeights *w;
     Linear qkv, o, gate_up, down;
+    Vector attn_norm, q_norm, k_norm, mlp_norm;
   };
   const ModelConfig &c_;
   const Weights &w_;
   std::vector<Layer> layers_;
+  Vector final_norm_{};
   Tensor x_{}, h_{}, qkv_{}, attn_{}, act_{};
 };
 

@@ -22,31 +22,37 @@ enum class Tensor : int32_t {};
 // A linear layer's weights as the backend holds them (ModelOps::linear_weights): one or more matrices over the
 // same input whose outputs sit side by side (q|k|v, gate|up), each with its bias or none.
 enum class Linear : int32_t {};
+// A vector of weights (a norm's), bound at load like the matrices (ModelOps::vector_weights): a step may be
+// captured and replayed (CUDA graphs), so nothing it reads may be bound during it. kNoVector: none.
+enum class Vector : int32_t {};
+constexpr Vector kNoVector = Vector(-1);
 
 // What a linear layer's output goes through before it lands in `out`. The model says what it wants; the backend
 // may fuse it into the product.
 struct Epilogue {
   enum Kind {
     kNone,       // out = y
-    kAddNorm,    // residual += y; out = rmsnorm(residual) * norm: the next sub-block's input
-    kRopeStore,  // y = q|k|v of `layer`: q and k normed per head (q_norm, k_norm, when given), RoPE at the rows'
-                 // positions, k and v written into the layer's KV cache; out = y (its q is attention's input)
+    kAddNorm,    // residual += y; out = rmsnorm(residual) * norm: the next sub-block's input, or (output) the
+                 // model's output, which logits() reads (a backend may keep that one in fp32)
+    kRopeStore,  // y = q|k|v of `layer`: q and k normed per head (q_norm, k_norm, unless kNoVector), RoPE at the
+                 // rows' positions, k and v written into the layer's KV cache; out = y (its q is attention's input)
     kSwiGLU,     // y = gate|up: out = silu(gate) * up
   };
   Kind kind = kNone;
-  Tensor residual{};                       // kAddNorm
-  const std::vector<float> *norm = nullptr;  // kAddNorm
-  int32_t layer = 0;                       // kRopeStore
-  const std::vector<float> *q_norm = nullptr, *k_norm = nullptr;  // kRopeStore; null or empty: none
+  Tensor residual{};          // kAddNorm
+  Vector norm = kNoVector;    // kAddNorm
+  bool output = false;        // kAddNorm
+  int32_t layer = 0;          // kRopeStore
+  Vector q_norm = kNoVector, k_norm = kNoVector;  // kRopeStore
 
-  static Epilogue add_norm(Tensor residual, const std::vector<float> &norm) {
+  static Epilogue add_norm(Tensor residual, Vector norm, bool output = false) {
     Epilogue e;
-    e.kind = kAddNorm, e.residual = residual, e.norm = &norm;
+    e.kind = kAddNorm, e.residual = residual, e.norm = norm, e.output = output;
     return e;
   }
-  static Epilogue rope_store(int32_t layer, const std::vector<float> &q_norm, const std::vector<float> &k_norm) {
+  static Epilogue rope_store(int32_t layer, Vector q_norm, Vector k_norm) {
     Epilogue e;
-    e.kind = kRopeStore, e.layer = layer, e.q_norm = &q_norm, e.k_norm = &k_norm;
+    e.kind = kRopeStore, e.layer = layer, e.q_norm = q_norm, e.k_norm = k_norm;
     return e;
   }
   static Epilogue swiglu() {
@@ -67,11 +73,13 @@ class ModelOps {
   // A linear layer: the matrices (each (rows, cols) over the same cols) and their biases (null or empty: none).
   virtual Linear linear_weights(std::initializer_list<const Matrix *> parts,
                                 std::initializer_list<const std::vector<float> *> biases) = 0;
+  // A vector of weights (empty: kNoVector).
+  virtual Vector vector_weights(const std::vector<float> &v) = 0;
 
   // Step time, over the rows of the batch begin_step was given.
   virtual void begin_step(const ForwardBatch &b, const int32_t *tokens) = 0;
   virtual void embed(const Matrix &table, Tensor out) = 0;                        // out = table rows of the tokens
-  virtual void rmsnorm(Tensor x, const std::vector<float> &norm, Tensor out) = 0;  // out = rmsnorm(x) * norm
+  virtual void rmsnorm(Tensor x, Vector norm, Tensor out) = 0;  // out = rmsnorm(x) * norm
   virtual void linear(Tensor x, Linear w, Tensor out, const Epilogue &e = {}) = 0;
   // Paged causal attention of `layer` for the q part of qkv (written by a kRopeStore linear) → out.
   virtual void attention(Tensor qkv, int32_t layer, Tensor out) = 0;

@@ -55,6 +55,12 @@ Linear CpuModelOps::linear_weights(std::initializer_list<const Matrix *> parts,
   return Linear(int32_t(linears_.size() - 1));
 }
 
+Vector CpuModelOps::vector_weights(const std::vector<float> &v) {
+  if (v.empty()) return kNoVector;
+  vectors_.push_back(&v);
+  return Vector(int32_t(vectors_.size() - 1));
+}
+
 // A one-part linear may end in kAddNorm (its output in proj_ first), a two-part one in kSwiGLU (up in up_).
 void CpuModelOps::scratch_for(const LinearW &w) {
   if (w.parts.size() == 1 && w.parts[0]->rows > proj_cols_) {
@@ -79,11 +85,11 @@ void CpuModelOps::embed(const Matrix &table, Tensor out) {
   cpu::embed(table.data, table.dtype, table.cols, tokens_, b_->n_tokens, part(out, 0));
 }
 
-void CpuModelOps::rmsnorm(Tensor x, const std::vector<float> &norm, Tensor out) {
-  const int64_t T = b_->n_tokens, H = int64_t(norm.size());
+void CpuModelOps::rmsnorm(Tensor x, Vector norm, Tensor out) {
+  const int64_t T = b_->n_tokens, H = tensors_.at(size_t(x)).at(0).cols;
   float *o = part(out, 0);
   if (o != part(x, 0)) std::copy_n(part(x, 0), T * H, o);
-  cpu::rmsnorm(*pool_, o, T, H, norm.data(), c_.rms_norm_eps);
+  cpu::rmsnorm(*pool_, o, T, H, vec(norm), c_.rms_norm_eps);
 }
 
 void CpuModelOps::product(const float *x, const LinearW &w, size_t p, float *y) {
@@ -102,8 +108,8 @@ void CpuModelOps::linear(Tensor x, Linear wi, Tensor out, const Epilogue &e) {
       if (e.kind == Epilogue::kRopeStore) {
         float *q = part(out, 0), *k = part(out, 1), *v = part(out, 2);
         const float eps = c_.rms_norm_eps;
-        if (e.q_norm && !e.q_norm->empty()) cpu::rmsnorm(*pool_, q, T * c_.n_heads, c_.head_dim, e.q_norm->data(), eps);
-        if (e.k_norm && !e.k_norm->empty()) cpu::rmsnorm(*pool_, k, T * c_.n_kv_heads, c_.head_dim, e.k_norm->data(), eps);
+        if (e.q_norm != kNoVector) cpu::rmsnorm(*pool_, q, T * c_.n_heads, c_.head_dim, vec(e.q_norm), eps);
+        if (e.k_norm != kNoVector) cpu::rmsnorm(*pool_, k, T * c_.n_kv_heads, c_.head_dim, vec(e.k_norm), eps);
         cpu::rope(*pool_, q, T, c_.n_heads, c_.head_dim, b_->positions, inv_freq_.data(), rope_scale_);
         cpu::rope(*pool_, k, T, c_.n_kv_heads, c_.head_dim, b_->positions, inv_freq_.data(), rope_scale_);
         cpu::kv_store(k, v, T, c_.n_kv_heads, c_.head_dim, b_->slots, kv_->k(e.layer), kv_->v(e.layer));
@@ -118,7 +124,7 @@ void CpuModelOps::linear(Tensor x, Linear wi, Tensor out, const Epilogue &e) {
     }
     case Epilogue::kAddNorm:
       product(in, w, 0, proj_.data());
-      cpu::add_rmsnorm(*pool_, part(e.residual, 0), proj_.data(), T, w.parts[0]->rows, e.norm->data(), c_.rms_norm_eps,
+      cpu::add_rmsnorm(*pool_, part(e.residual, 0), proj_.data(), T, w.parts[0]->rows, vec(e.norm), c_.rms_norm_eps,
                        part(out, 0));
       return;
   }

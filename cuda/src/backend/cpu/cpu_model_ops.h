@@ -28,10 +28,11 @@ class CpuModelOps : public ModelOps {
   Tensor tensor(std::initializer_list<int64_t> parts, bool fp32 = false) override;
   Linear linear_weights(std::initializer_list<const Matrix *> parts,
                         std::initializer_list<const std::vector<float> *> biases) override;
+  Vector vector_weights(const std::vector<float> &v) override;
 
   void begin_step(const ForwardBatch &b, const int32_t *tokens) override;
   void embed(const Matrix &table, Tensor out) override;
-  void rmsnorm(Tensor x, const std::vector<float> &norm, Tensor out) override;
+  void rmsnorm(Tensor x, Vector norm, Tensor out) override;
   void linear(Tensor x, Linear w, Tensor out, const Epilogue &e = {}) override;
   void attention(Tensor qkv, int32_t layer, Tensor out) override;
   void logits(Tensor x, const int32_t *rows, int32_t n, const Matrix &head, float *out) override;
@@ -58,6 +59,8 @@ class CpuModelOps : public ModelOps {
   float rope_scale_ = 1.f;
   std::vector<std::vector<Part>> tensors_;
   std::vector<LinearW> linears_;
+  std::vector<const std::vector<float> *> vectors_;  // the weights' own (the CPU reads them where they are)
+  const float *vec(Vector v) const { return v == kNoVector ? nullptr : vectors_.at(size_t(v))->data(); }
   // The step
   const ForwardBatch *b_ = nullptr;
   const int32_t *tokens_ = nullptr;
