@@ -22,7 +22,7 @@
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { basename, join, relative } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -168,7 +168,23 @@ const flags = ['-std=c++17', '-O3', '-fatbin', '--threads', '1', '--compress-mod
                ...gencodes(targets, full),
                ...(opts.experiments ? ['-DVT_CUDA_EXPERIMENTS=1'] : [])];
 const sources = readdirSync(srcDir).filter((f) => f.endsWith('.cu')).sort();
-const headers = readdirSync(srcDir).filter((f) => f.endsWith('.cuh')).map((f) => join(srcDir, f));
+// Every header the kernels include, followed from the .cu files through their quoted #includes (the .cuh files,
+// and host headers they share such as sample_rows.h and what it includes), so an edit of any rebuilds them.
+function includedHeaders() {
+  const seen = new Set();
+  const visit = (file) => {
+    for (const m of readFileSync(file, 'utf8').matchAll(/^\s*#\s*include\s+"([^"]+)"/gm)) {
+      const dep = join(dirname(file), m[1]);
+      if (!seen.has(dep) && existsSync(dep)) {
+        seen.add(dep);
+        visit(dep);
+      }
+    }
+  };
+  for (const f of readdirSync(srcDir).filter((f) => f.endsWith('.cu'))) visit(join(srcDir, f));
+  return [...seen];
+}
+const headers = includedHeaders();
 const mtime = (p) => (existsSync(p) ? statSync(p).mtimeMs : -Infinity);
 const newestHeader = Math.max(-Infinity, ...headers.map(mtime));
 mkdirSync(outDir, { recursive: true });

@@ -83,7 +83,7 @@ size_t ProcessorLists::pack(int32_t r0, int32_t n, uint8_t *dst, size_t (&at)[7]
   const std::vector<int32_t> bo = dst ? rebased(bias_offsets) : std::vector<int32_t>(size_t(n) + 1);
   const size_t s0 = size_t(seen_offsets[size_t(r0)]), ns = size_t(seen_offsets[size_t(r0 + n)]) - s0;
   const size_t b0 = size_t(bias_offsets[size_t(r0)]), nb = size_t(bias_offsets[size_t(r0 + n)]) - b0;
-  put(0, rows.data() + r0, size_t(n) * sizeof(cuda::PenaltyRow));
+  put(0, rows.data() + r0, size_t(n) * sizeof(PenaltyRow));
   put(1, so.data(), so.size() * 4);
   put(2, seen_ids.data() + s0, ns * 4);
   put(3, seen_counts.data() + s0, ns * 4);

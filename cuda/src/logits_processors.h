@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/cuda/sample_rows.h"
+#include "sample_rows.h"
 
 namespace vt {
 
@@ -35,7 +35,7 @@ void apply_logits_processors(const LogitsProcessors &p, const std::vector<int32_
 //   bias:  logit_bias in its order (an id may repeat).
 // Applying them per penalties.cuh's rules gives what apply_logits_processors gives on the host.
 struct ProcessorLists {
-  std::vector<cuda::PenaltyRow> rows;
+  std::vector<PenaltyRow> rows;
   std::vector<int32_t> seen_offsets{0}, seen_ids, seen_counts;
   std::vector<int32_t> bias_offsets{0}, bias_ids;
   std::vector<float> bias_values;

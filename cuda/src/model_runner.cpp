@@ -91,8 +91,8 @@ void ModelRunner::run(const std::vector<ScheduledChunk> &plan) {
 
 // A sampled row's parameters for the device, with the request's uniform draw: Rng::uniform() when temperature > 0,
 // exactly as vt::sample would draw it, so a seeded request gives the same draws on either path.
-static cuda::SampleRow draw_sample_row(Sequence &s) {
-  cuda::SampleRow r{};
+static SampleRow draw_sample_row(Sequence &s) {
+  SampleRow r{};
   r.temperature = s.sampling.temperature;
   r.top_k = s.sampling.top_k;
   r.top_p = s.sampling.top_p;

@@ -56,7 +56,7 @@ class ModelRunner {
   std::vector<float> sampled_lps_;                    // (n_sampled) their logprobs
   std::vector<int32_t> top_ids_;                      // (n_sampled, top_n)
   std::vector<float> top_lps_;                        // (n_sampled, top_n)
-  std::vector<cuda::SampleRow> sample_params_;        // (n_sampled)
+  std::vector<SampleRow> sample_params_;        // (n_sampled)
   std::vector<SampleResult> results_;                 // (n_sampled), when has_tokens_
   bool has_tokens_ = false;
   std::vector<int32_t> launched_;                     // rows of each launched, uncollected plan, oldest first

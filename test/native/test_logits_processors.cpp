@@ -82,7 +82,7 @@ int main() {
     for (int r = 0; r < 4; ++r) {  // penalties.cuh's rules
       std::vector<float> &x = rows[r];
       for (int j = lists.bias_offsets[r]; j < lists.bias_offsets[r + 1]; ++j) x[lists.bias_ids[j]] += lists.bias_values[j];
-      const vt::cuda::PenaltyRow pr = lists.rows[r];
+      const vt::PenaltyRow pr = lists.rows[r];
       for (int j = lists.seen_offsets[r]; j < lists.seen_offsets[r + 1]; ++j) {
         float &v = x[lists.seen_ids[j]];
         if (pr.repetition != 1.f) v = v < 0 ? v * pr.repetition : v / pr.repetition;
@@ -92,7 +92,7 @@ int main() {
       for (int v = 0; v < V; ++v) err = std::max(err, std::fabs(double(x[v]) - wants[r][v]));
       CHECK(err < 1e-5);
     }
-    CHECK(lists.upload_bytes(0, 4) >= lists.rows.size() * sizeof(vt::cuda::PenaltyRow) + 8 * lists.seen_ids.size());
+    CHECK(lists.upload_bytes(0, 4) >= lists.rows.size() * sizeof(vt::PenaltyRow) + 8 * lists.seen_ids.size());
     {  // rows 1..2 packed: offsets rebased to the first, its ids and biases where at[] says
       size_t at[7];
       std::vector<uint8_t> buf(lists.upload_bytes(1, 2));

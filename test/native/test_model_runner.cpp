@@ -21,7 +21,7 @@ struct FakeDecoder : vt::Decoder {
   bool on_device = true;
   int projected = 0, sampled = 0;
   int32_t last_top_n = -1;
-  std::vector<vt::cuda::SampleRow> params;
+  std::vector<vt::SampleRow> params;
 
   void forward(const vt::ForwardBatch &) override {}
   void project(const int32_t *, int32_t n, float *logits) override {
@@ -36,13 +36,13 @@ struct FakeDecoder : vt::Decoder {
   // The overlapped decode (Decoder::chains): whether it chains, and what each chain_begin got (params copied, or
   // none for a greedy step); chain_end hands out 20 + the read's index for every row.
   bool chaining = true, chaining_sampled = false;
-  std::vector<std::vector<vt::cuda::SampleRow>> begun;  // per chain_begin: its params (empty: greedy)
+  std::vector<std::vector<vt::SampleRow>> begun;  // per chain_begin: its params (empty: greedy)
   std::vector<int32_t> begun_rows;
   int ended = 0;
   bool chains(int32_t) const override { return chaining; }
   bool chains_sampled() const override { return chaining_sampled; }
-  void chain_begin(int32_t n, const vt::cuda::SampleRow *p) override {
-    begun.emplace_back(p ? std::vector<vt::cuda::SampleRow>(p, p + n) : std::vector<vt::cuda::SampleRow>{});
+  void chain_begin(int32_t n, const vt::SampleRow *p) override {
+    begun.emplace_back(p ? std::vector<vt::SampleRow>(p, p + n) : std::vector<vt::SampleRow>{});
     begun_rows.push_back(n);
   }
   void chain_end(int32_t *ids) override {
@@ -52,7 +52,7 @@ struct FakeDecoder : vt::Decoder {
   bool fits = true;        // applies_processors' answer when it takes processors at all
   mutable int asked = 0;  // applies_processors calls (each after building a step's lists)
   bool applies_processors(const vt::ProcessorLists &) const override { return ++asked, takes_processors && fits; }
-  void sample(const int32_t *, int32_t n, const vt::cuda::SampleRow *p, int32_t top_n, int32_t *ids, float *lps,
+  void sample(const int32_t *, int32_t n, const vt::SampleRow *p, int32_t top_n, int32_t *ids, float *lps,
               int32_t *top_ids, float *top_lps, const vt::ProcessorLists *l) override {
     ++sampled;
     last_top_n = top_n;

@@ -1,12 +1,12 @@
 // What the model runner needs of a model, whatever backend runs it: one forward over a flattened batch (which
 // also writes the batch's keys and values into that backend's paged KV cache), then fp32 logits of chosen rows
-// in host memory. models/dense_decoder (CPU) and models/dense_decoder_cuda (GPU) implement it.
+// in host memory. backend/cpu/cpu_decoder (CPU) and models/dense_decoder_cuda (GPU) implement it.
 #pragma once
 
 #include <cstdint>
 
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cuda/sample_rows.h"
+#include "sample_rows.h"
 #include "logits_processors.h"
 
 namespace vt {
@@ -43,7 +43,7 @@ class Decoder {
   // begun read and writes its picks (first in, first out; at most two begun and not ended).
   virtual bool chains(int32_t /*n*/) const { return false; }
   virtual bool chains_sampled() const { return false; }
-  virtual void chain_begin(int32_t /*n*/, const cuda::SampleRow * /*params*/) {}
+  virtual void chain_begin(int32_t /*n*/, const SampleRow * /*params*/) {}
   virtual void chain_end(int32_t * /*ids*/) {}
   // Sampling where the logits are, for rows without logits processors: whether this backend can (false: the
   // caller uses project() and vt::sample), and the call. Row i of `rows` is sampled by vt::sample's rules
@@ -54,7 +54,7 @@ class Decoder {
   // lists (row i of them for row i; nullptr: none): the rows' logits processors, applied to their logits before
   // sampling, as apply_logits_processors would on the host (so logprobs are of the processed logits, as there);
   // only given when applies_processors(lists) said yes.
-  virtual void sample(const int32_t * /*rows*/, int32_t /*n*/, const cuda::SampleRow * /*params*/, int32_t /*top_n*/,
+  virtual void sample(const int32_t * /*rows*/, int32_t /*n*/, const SampleRow * /*params*/, int32_t /*top_n*/,
                       int32_t * /*ids*/, float * /*logprobs*/, int32_t * /*top_ids*/, float * /*top_lps*/,
                       const ProcessorLists * /*lists*/ = nullptr) {}
   // Whether this backend can apply logits processors at all (when not, the caller does not build the lists),

@@ -30,7 +30,7 @@ void CpuDecoder::project(const int32_t *rows, int32_t n, float *logits) {
   ops_.logits(model_.output(), rows, n, w_.lm_head, logits);
 }
 
-void CpuDecoder::chain_begin(int32_t n, const cuda::SampleRow *params) {
+void CpuDecoder::chain_begin(int32_t n, const SampleRow *params) {
   if (begun_.size() >= 2 || n < 1 || n > max_tokens_ || params)
     throw std::logic_error("CpuDecoder::chain_begin: a third read, or sampled rows");
   const int64_t V = w_.lm_head.rows;

@@ -30,7 +30,7 @@ class CpuDecoder : public Decoder {
   // greedy decode steps here too (forward() runs at once, so nothing overlaps), which puts Engine::step_overlapped's
   // bookkeeping under the CPU golden tests. The picks are vt::sample's greedy ones.
   bool chains(int32_t n) const override { return overlap_ && n >= 1 && n <= max_tokens_; }
-  void chain_begin(int32_t n, const cuda::SampleRow *params) override;  // greedy rows only (params null)
+  void chain_begin(int32_t n, const SampleRow *params) override;  // greedy rows only (params null)
   void chain_end(int32_t *ids) override;
 
   // The activations and scratch this decoder allocated (the plan sizes the same: MemoryPlan::activation_bytes).

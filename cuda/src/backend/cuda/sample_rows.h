@@ -1,28 +1,10 @@
-// Per-row parameters of the GPU sampler and of the logits processors on the GPU, as the host writes them into
-// device memory and the kernels read them. Plain structs shared by cuda_ops.h and the .cuh files (nvcc and g++
-// must lay them out alike, hence fixed-size fields only, the 8-byte one first).
+// The kernels' view of the generic per-row sampling structs (cuda/src/sample_rows.h), under the names the CUDA
+// backend uses. Included by the .cuh files (nvcc) and cuda_ops.h.
 #pragma once
 
-#include <stdint.h>
+#include "../../sample_rows.h"
 
 namespace vt::cuda {
-
-// One row of Ops::sample: the fields of SamplingParams that pick the token, and the step's uniform draw.
-struct SampleRow {
-  double u;           // Rng::uniform() of the row's request, drawn only when temperature > 0 (as sample() does)
-  float temperature;  // not > 0 (0, negative, NaN): greedy
-  int32_t top_k;      // <= 0 or >= vocab: off
-  float top_p;        // not < 1 (1, NaN): off; < 0 acts as 0 (the top token alone)
-  float min_p;        // not > 0: off; > 1 acts as 1
-};
-static_assert(sizeof(SampleRow) == 24, "SampleRow is read by the kernels as 24 bytes");
-
-// One row of Ops::apply_penalties: LogitsProcessors' three penalties (1, 0, 0: none).
-struct PenaltyRow {
-  float repetition;
-  float presence;
-  float frequency;
-};
-static_assert(sizeof(PenaltyRow) == 12, "PenaltyRow is read by the kernels as 12 bytes");
-
+using vt::PenaltyRow;
+using vt::SampleRow;
 }  // namespace vt::cuda
