@@ -11,7 +11,7 @@
 #include "loader/weights.h"
 #include "memory_plan.h"
 #include "backend/cpu/cpu_decoder.h"
-#include "models/dense_decoder_cuda.h"
+#include "backend/cuda/cuda_decoder.h"
 #include "status.h"
 
 namespace vt {

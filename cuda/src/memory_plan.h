@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "loader/config.h"
-#include "models/dense_decoder_cuda.h"
+#include "backend/cuda/cuda_decoder.h"
 #include "vt_engine.h"
 #include "tuning.h"
 

@@ -1,6 +1,6 @@
 // What the model runner needs of a model, whatever backend runs it: one forward over a flattened batch (which
 // also writes the batch's keys and values into that backend's paged KV cache), then fp32 logits of chosen rows
-// in host memory. backend/cpu/cpu_decoder (CPU) and models/dense_decoder_cuda (GPU) implement it.
+// in host memory. backend/cpu/cpu_decoder (CPU) and backend/cuda/cuda_decoder (GPU) implement it.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "models/dense_decoder_cuda.h"
+#include "backend/cuda/cuda_decoder.h"
 
 #include <cstdio>
 #include <cstring>

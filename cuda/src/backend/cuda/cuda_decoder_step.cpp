@@ -1,6 +1,6 @@
 // CudaDecoder, a step's edges: its integers staged for the device (the metadata layout, the upload, or nothing when
 // the previous captured step moved them on itself), and the overlapped decode's picks (chain_begin / chain_end).
-#include "models/dense_decoder_cuda.h"
+#include "backend/cuda/cuda_decoder.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 // CudaDecoder, the tokens of a step that is not chained: logits to the host (project), the greedy ids of the
 // captured argmax or of a gathered head (greedy), and sampling on the device (sample, with the logits processors).
-#include "models/dense_decoder_cuda.h"
+#include "backend/cuda/cuda_decoder.h"
 
 #include <algorithm>
 
