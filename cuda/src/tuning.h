@@ -17,7 +17,7 @@ enum CudaSkip : unsigned {
   kSkipNorm = 1, kSkipRope = 2, kSkipAttn = 4, kSkipQkv = 8, kSkipO = 16, kSkipMlp = 32, kSkipArgmax = 64
 };
 
-// The kernel forms cuda::Ops picks. The product picks by itself from the GPU (each is on where the GPU has what it
+// The kernel forms the CUDA backend's Ops picks. The product picks by itself from the GPU (each is on where the GPU has what it
 // needs); the op tests turn one off to check the other form, which is what older GPUs run.
 struct CudaOpsTuning {
   bool early_loads = true;        // the GEMVs' early weight loads (under PDL)
