@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 
-#include "backend/cuda/driver.h"
 #include "loader/weights.h"
 #include "memory_plan.h"
 #include "backend/cpu/cpu_decoder.h"
@@ -66,10 +65,8 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
     e->weight_mapped_bytes_ = 0;
     e->kv_bytes_ = cm->kv_bytes();
     e->workspace_bytes_ = cm->workspace_bytes();
-    e->cuda_ = cm.get();
     e->host_pinned_bytes_ = cm->pinned_bytes();
     e->device_name_ = "cuda";
-    e->gpu_ = &cm->context();
     model = std::move(cm);
   } else {
     // Fail now, with the option to change, rather than half-way through serving: on the CPU backend the KV pool
@@ -93,6 +90,7 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
     e->device_name_ = "cpu";
     model = std::make_unique<CpuDecoder>(c, std::move(w), *e->pool_, *e->kv_, plan.max_batch_tokens, plan.tuning.cpu);
   }
+  e->decoder_ = model.get();
   e->blocks_ = std::make_unique<BlockManager>(plan.n_blocks, plan.block_size);
   e->scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{plan.max_seqs, plan.max_batch_tokens}, *e->blocks_);
   e->runner_ = std::make_unique<ModelRunner>(std::move(model), plan.block_size, c.vocab_size, plan.max_batch_tokens, plan.max_seqs);
@@ -134,20 +132,20 @@ vt_memory_report Engine::memory() {
   r.kv_blocks_used = int32_t(blocks_used_.load());
   r.kv_block_size = kv_block_size_;
   r.workspace_bytes = workspace_bytes_;
-  // A CUDA engine's graphs, read now: with cudaGraphs.capture 'first-use' they are captured as steps first need them.
-  r.graphs_count = cuda_ ? cuda_->graph_count() : graphs_count_;
-  r.graphs_bytes = cuda_ ? cuda_->graph_bytes() : graphs_bytes_;
+  // The backend's figures, read now: the device's free bytes change, and with cudaGraphs.capture 'first-use' the
+  // graphs are captured as steps first need them.
+  const BackendReport b = decoder_->report();
+  r.graphs_count = b.graphs;
+  r.graphs_bytes = b.graph_bytes;
   r.host_pinned_bytes = host_pinned_bytes_;
   r.gpu_device = -1;
   r.gpu_total_bytes = r.gpu_free_bytes = -1;
-  if (gpu_) {
-    // From the driver now, not from load: other processes (and our own growth) change what is free.
-    const cuda::Context::MemInfo m = gpu_->mem_info();
-    r.gpu_device = gpu_->ordinal();
-    r.gpu_total_bytes = m.total_bytes >= 0 ? m.total_bytes : gpu_->total_bytes();
-    r.gpu_free_bytes = m.free_bytes;
-    r.gpu_unified_memory = gpu_->integrated() ? 1 : 0;
-    std::snprintf(r.gpu_name, sizeof r.gpu_name, "%s", gpu_->name().c_str());
+  if (b.device >= 0) {
+    r.gpu_device = b.device;
+    r.gpu_total_bytes = b.total_bytes;
+    r.gpu_free_bytes = b.free_bytes;
+    r.gpu_unified_memory = b.unified_memory ? 1 : 0;
+    std::snprintf(r.gpu_name, sizeof r.gpu_name, "%s", b.name.c_str());
   }
   return r;
 }

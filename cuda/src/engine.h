@@ -24,11 +24,6 @@
 
 namespace vt {
 
-class CudaDecoder;
-namespace cuda {
-class Context;
-}
-
 class Engine {
  public:
   static std::unique_ptr<Engine> load(const std::string &dir, const vt_engine_params &params);
@@ -73,13 +68,10 @@ class Engine {
   int32_t max_context_ = 0;
   MemoryPlan plan_;
   int64_t weight_host_bytes_ = 0, weight_mapped_bytes_ = 0, weight_device_bytes_ = 0;
-  int32_t graphs_count_ = 0;  // (CPU backend: 0; a CUDA engine asks cuda_, whose graphs may come after the load)
-  int64_t graphs_bytes_ = 0;
   int64_t host_pinned_bytes_ = 0;  // page-locked host staging of the CUDA backend (CudaDecoder::pinned_bytes)
   int32_t kv_blocks_ = 0, kv_block_size_ = 0;
   int64_t kv_bytes_ = 0, workspace_bytes_ = 0;
-  const cuda::Context *gpu_ = nullptr;  // the CUDA decoder's (runner_ owns it); null on the CPU backend
-  const CudaDecoder *cuda_ = nullptr;   // the CUDA decoder (runner_ owns it); null on the CPU backend
+  const Decoder *decoder_ = nullptr;  // the model's decoder (runner_ owns it): its backend's report
 
   vt_step_fn callback_ = nullptr;
   void *callback_user_ = nullptr;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "backend/cpu/cpu_ops.h"
 #include "sample_rows.h"
@@ -23,9 +24,22 @@ struct ForwardBatch {
   bool tokens_from_picks = false;
 };
 
+// What a backend says of itself in the engine's memory report (vt_engine_memory): its device, from the driver at the
+// time of asking (device < 0: none, as on the CPU backend), and the decode graphs it holds (they may be captured
+// after the load, at first use).
+struct BackendReport {
+  int32_t device = -1;
+  int64_t total_bytes = -1, free_bytes = -1;
+  bool unified_memory = false;
+  std::string name;
+  int32_t graphs = 0;
+  int64_t graph_bytes = 0;
+};
+
 class Decoder {
  public:
   virtual ~Decoder() = default;
+  virtual BackendReport report() const { return {}; }
   // Runs every layer; afterwards the final-normed hidden state of each row is ready for project().
   virtual void forward(const ForwardBatch &b) = 0;
   // logits (n, vocab) fp32, host memory, of the given rows of the last forward().

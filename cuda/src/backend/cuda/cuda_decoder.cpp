@@ -85,6 +85,20 @@ CUdeviceptr CudaDecoder::scratch(size_t elems, size_t elem_size) {
   return p;
 }
 
+BackendReport CudaDecoder::report() const {
+  BackendReport r;
+  // From the driver now, not from load: other processes (and our own growth) change what is free.
+  const cuda::Context::MemInfo m = ctx_->mem_info();
+  r.device = ctx_->ordinal();
+  r.total_bytes = m.total_bytes >= 0 ? m.total_bytes : ctx_->total_bytes();
+  r.free_bytes = m.free_bytes;
+  r.unified_memory = ctx_->integrated();
+  r.name = ctx_->name();
+  r.graphs = graph_count();
+  r.graph_bytes = graph_bytes();
+  return r;
+}
+
 bool CudaDecoder::processors_on_device(const ModelConfig &c, const CudaTuning &t) {
   return t.penalties_on_device && t.sample_on_device && c.vocab_size <= cuda::Ops::kSampleMaxVocab;
 }

@@ -108,6 +108,7 @@ class CudaDecoder : public Decoder {
   int64_t kv_bytes() const { return int64_t(kv_.bytes()); }
   int64_t workspace_bytes() const { return workspace_bytes_; }
   int64_t pinned_bytes() const { return pinned_bytes_; }  // page-locked host memory held (plan_workspace's pinned)
+  BackendReport report() const override;
   int32_t graph_count() const { return graphs_.executables() + short_graphs_.executables(); }
   int64_t graph_bytes() const { return graphs_.device_bytes() + short_graphs_.device_bytes(); }
 
