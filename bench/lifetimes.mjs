@@ -9,9 +9,9 @@
 // Runs itself under --expose-gc --max-semi-space-size=1 (V8's young generation held at its initial size, as
 // bench/soak.mjs does: with node's defaults it grows and shrinks by up to 25 MiB on its own schedule);
 // --node-defaults keeps V8's sizing.
-import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { runUnderPinnedV8 } from './pinned-v8.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -22,12 +22,7 @@ const { values: opt } = parseArgs({
     'node-defaults': { type: 'boolean', default: false },
   },
 });
-const NODE_FLAGS = opt['node-defaults'] ? ['--expose-gc'] : ['--expose-gc', '--max-semi-space-size=1'];
-if (!NODE_FLAGS.every((f) => process.execArgv.includes(f))) {
-  const r = spawnSync(process.execPath, [...new Set([...process.execArgv, ...NODE_FLAGS])].concat(
-    process.argv.slice(1)), { stdio: 'inherit' });
-  process.exit(r.status ?? 1);
-}
+runUnderPinnedV8(opt['node-defaults']);  // the script's node flags (bench/pinned-v8.mjs)
 
 const { Engine, DEFAULT_MODEL_DIR } = await import('../dist/index.js');
 const { nvml } = await import('../dist/memory/nvml.js');

@@ -32,13 +32,13 @@
 //
 // Either way the samples show the young generation's capacity and physical bytes, and the report also gives RSS
 // less V8's physical heap, which does not depend on it.
-import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { getHeapSpaceStatistics } from 'node:v8';
 
 import { rssVerdict, printReport } from './soak-report.mjs';
+import { runUnderPinnedV8 } from './pinned-v8.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -60,13 +60,7 @@ const { values: opt } = parseArgs({
   },
 });
 
-// The soak's node flags (see above), set by the script itself so that the command cannot leave them out.
-const NODE_FLAGS = opt['node-defaults'] ? ['--expose-gc'] : ['--expose-gc', '--max-semi-space-size=1'];
-if (!NODE_FLAGS.every((f) => process.execArgv.includes(f))) {
-  const r = spawnSync(process.execPath, [...new Set([...process.execArgv, ...NODE_FLAGS])].concat(
-    fileURLToPath(import.meta.url), process.argv.slice(2)), { stdio: 'inherit' });
-  process.exit(r.status ?? 1);
-}
+runUnderPinnedV8(opt['node-defaults']);  // the script's node flags (bench/pinned-v8.mjs)
 const num = (name) => {
   const v = Number(opt[name]);
   if (!Number.isFinite(v) || v < 0) throw new Error(`--${name} must be a non-negative number, got ${opt[name]}`);
