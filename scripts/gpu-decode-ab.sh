@@ -5,7 +5,8 @@
 #
 #   scripts/gpu-decode-ab.sh qwen3-0.6b|qwen3-8b [BATCHES] [VARIANT ...]   there, after `gpu-check.sh prepare` here
 #
-# BATCHES: comma list (default 1,8). VARIANT: "label" or "label:VAR=value,VAR=value" (e.g. "no-norm:VT_CUDA_SKIP=norm"
+# BATCHES: comma list (default 1,8). VT_AB_ONLY=decode,prefill adds the prefill workload (VT_AB_PREFILL: its
+# prompt lengths, default 2048) as columns pN (prefill tok/s); VT_AB_RUNS: runs per median (default 3). VARIANT: "label" or "label:VAR=value,VAR=value" (e.g. "no-norm:VT_CUDA_SKIP=norm"
 # or "no-small:VT_CUDA_SKIP=norm+rope+attn": what those launches cost in the step; "BIN=path" runs another build of
 # bench_cuda_engine, e.g. "base:BIN=.gpu-out/base/bench_cuda_engine" to time a kernel change against the commit
 # before it in the same call; default: the product, an experiment (256-key attention splits), graphs captured at
@@ -39,7 +40,8 @@ for v in "${variants[@]}"; do
       case "$e" in --*=*) args+=("${e%%=*}" "${e#*=}") ;; BIN=*) vbin=${e#BIN=} ;; *) envs+=("$e") ;; esac
     done
   fi
-  env "${envs[@]}" timeout 150 "$vbin" --model "$ckpt" --only decode --batches "$batches" --runs "${VT_AB_RUNS:-3}" \
+  env "${envs[@]}" timeout 150 "$vbin" --model "$ckpt" --only "${VT_AB_ONLY:-decode}" --prefill "${VT_AB_PREFILL:-2048}" \
+    --batches "$batches" --runs "${VT_AB_RUNS:-3}" \
     "${args[@]}" --json "$out/$label.json" > "$out/$label.log" 2>&1
   echo "$label: exit $?"
 done
@@ -51,13 +53,15 @@ for l in labels:
     try:
         d = json.load(open(f"{out}/{l}.json"))
         rows[l] = {b: v["tok_s"]["median"] for b, v in d.get("decode", {}).items()}
+        # (VT_AB_ONLY=decode,prefill: prefill tok/s as columns "pP")
+        rows[l].update({"p" + p: float(p) / (v["ttft_ms"]["median"] / 1000.0) for p, v in d.get("prefill", {}).items()})
         g = d.get("memory", {})
         graphs[l] = f"{g.get('graphs_count', '-')} graphs, {g.get('graphs_bytes', 0) / 2**20:.1f} MiB"
     except (OSError, ValueError, KeyError):
         rows[l] = {}
-bs = sorted({b for r in rows.values() for b in r}, key=int)
+bs = sorted({b for r in rows.values() for b in r}, key=lambda b: (b[0] == "p", int(b.lstrip("p"))))
 base = rows.get(labels[0], {})
-print(f"{'variant':24s}" + "".join(f"{'b' + b + ' tok/s':>14s}{'vs ' + labels[0]:>12s}" for b in bs))
+print(f"{'variant':24s}" + "".join(f"{('' if b[0] == 'p' else 'b') + b + ' tok/s':>14s}{'vs ' + labels[0]:>12s}" for b in bs))
 for l in labels:
     r = rows[l]
     print(f"{l:24s}" + "".join(f"{r.get(b, 0):14.1f}{(r.get(b, 0) / base[b] if base.get(b) else 0):12.3f}" for b in bs)

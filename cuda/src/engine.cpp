@@ -56,7 +56,7 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
   if (use_cuda) {
     // Weights, KV pool and activations on the GPU; the checkpoint's pages are released tensor by tensor.
     const CudaDecoderParams cp = cuda_decoder_params(plan, p);
-    auto cm = std::make_unique<CudaDecoder>(c, w, *e->checkpoint_, cp, [&](const char *stage, int done, int total) {
+    auto cm = std::make_unique<CudaDecoder>(c, w, e->checkpoint_.get(), cp, [&](const char *stage, int done, int total) {
       const bool weights = std::strcmp(stage, "weights") == 0;  // else the graphs, after them
       progress((weights ? 0.1f : 0.85f) + (weights ? 0.75f : 0.13f) * float(done) / float(total), stage);
     });

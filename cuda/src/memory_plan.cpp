@@ -8,7 +8,7 @@
 
 #include "backend/cpu/cpu_model_ops.h"
 #include "kv_cache.h"
-#include "models/dense_model.h"
+#include "models/registry.h"
 #include "status.h"
 
 namespace vt {
@@ -141,9 +141,10 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
   }
   // The CPU decoder's activations, sized by the code that allocates them (the model's declarations through a
   // sizing CpuModelOps), plus the runner's logits and the sampler.
-  const Weights shapes = DenseModel::weight_shapes(c);
+  const ModelEntry &entry = model_entry(c);
+  const Weights shapes = entry.weight_shapes(c);
   CpuModelOps sizing(c, m.max_batch_tokens);
-  const DenseModel model(c, shapes, sizing);
+  const std::unique_ptr<Model> model = entry.make(c, shapes, sizing);
   m.activation_bytes = sizing.bytes();
   const int64_t V = c.vocab_size;
   const int64_t logits = int64_t(m.max_seqs) * V + 16 * V;  // sampled rows + the teacher-forcing block

@@ -11,8 +11,11 @@
 
 namespace vt {
 
-// Timing-only: launches every decode layer leaves out (VT_CUDA_SKIP=norm+rope+attn+qkv+o+mlp+argmax); the
-// results are wrong, and the engine says so.
+// Timing-only: launches the CUDA backend's ops leave out (VT_CUDA_SKIP=norm+rope+attn+qkv+o+mlp+argmax), named by
+// op: norm, a kAddNorm's norm (not the output's); rope, RoPE with the KV store; attn, attention; qkv, a kRopeStore
+// linear's product; o, a kAddNorm linear's product (o_proj and down_proj); mlp, a kSwiGLU linear (gate|up with
+// SiLU·mul); argmax, the captured step's. Products fused with a norm (the lazily normed inputs) are never left out.
+// The results are wrong, and the engine says so.
 enum CudaSkip : unsigned {
   kSkipNorm = 1, kSkipRope = 2, kSkipAttn = 4, kSkipQkv = 8, kSkipO = 16, kSkipMlp = 32, kSkipArgmax = 64
 };

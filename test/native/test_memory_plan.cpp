@@ -16,6 +16,7 @@ using Buckets = std::vector<int32_t>;
 
 static vt::ModelConfig tiny_config() {
   vt::ModelConfig c;
+  c.architecture = "LlamaForCausalLM";
   c.vocab_size = 384;
   c.hidden_size = 64;
   c.intermediate_size = 160;

@@ -96,6 +96,7 @@ int main() {
   }
   {  // the plan carries its tuning into the CUDA decoder's params: what the estimate sized is what gets built
     vt::ModelConfig c;
+    c.architecture = "LlamaForCausalLM";
     c.vocab_size = 384, c.hidden_size = 64, c.intermediate_size = 160, c.n_layers = 2, c.n_heads = 4;
     c.n_kv_heads = 2, c.head_dim = 16, c.max_position_embeddings = 1024;
     vt_engine_params p{};

@@ -8,6 +8,7 @@
 #include "loader/config_arithmetic.h"
 #include "loader/json_fields.h"
 #include "loader/json_file.h"
+#include "models/registry.h"
 #include "status.h"
 
 namespace vt {
@@ -93,13 +94,11 @@ ModelConfig parse_model_config(std::string_view config_json, std::optional<std::
     c.architecture = (*a)[0].get<std::string>();
   if (c.architecture.empty()) fail(VT_ERR_BAD_CHECKPOINT, "config.json has no `architectures` entry");
   const std::string &arch = c.architecture;
-  if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM") c.family = Family::Llama;
-  else if (arch == "Qwen2ForCausalLM") c.family = Family::Qwen2;
-  else if (arch == "Qwen3ForCausalLM") c.family = Family::Qwen3;
-  else
-    fail(VT_ERR_UNSUPPORTED_ARCH, "architecture `" + arch +
-                                      "` is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                                      "Qwen3ForCausalLM)");
+  const ModelEntry *entry = find_model(arch);
+  if (!entry)
+    fail(VT_ERR_UNSUPPORTED_ARCH,
+         "architecture `" + arch + "` is not supported (supported: " + supported_architectures() + ")");
+  c.family = entry->family;
   c.model_type = json_string(cfg, "model_type", kConfig).value_or("");
 
   c.vocab_size = positive(cfg, "vocab_size");

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "loader/json_fields.h"
+#include "models/registry.h"
 #include "status.h"
 
 namespace vt {
@@ -25,13 +26,12 @@ std::string num(double v) { return json(v).dump(); }  // shortest round-trip for
 // model_type names, vLLM and this engine the one architectures names: when they disagree, the references compute
 // two different models from one file and neither choice of ours is right.
 void check_model_type(const ModelConfig &c) {
-  static const std::pair<const char *, const char *> kTypes[] = {
-      {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"}, {"Qwen2ForCausalLM", "qwen2"}, {"Qwen3ForCausalLM", "qwen3"}};
   if (c.model_type.empty()) return;
-  for (const auto &[arch, type] : kTypes)
-    if (c.architecture == arch && c.model_type != type)
-      bad("model_type " + describe_json(c.model_type) + " does not match architectures[0] " + arch + " (model_type \"" +
-          type + "\"): transformers would build another model from this file; correct whichever of the two is wrong");
+  const ModelEntry &e = model_entry(c);
+  if (c.model_type != e.model_type)
+    bad("model_type " + describe_json(c.model_type) + " does not match architectures[0] " + e.architecture +
+        " (model_type \"" + e.model_type +
+        "\"): transformers would build another model from this file; correct whichever of the two is wrong");
 }
 
 // Rule: no quantization_config. Quantized weights (GPTQ, AWQ, bitsandbytes, fp8, compressed-tensors, ...) need

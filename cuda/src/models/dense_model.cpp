@@ -2,13 +2,14 @@
 
 namespace vt {
 
-DenseModel::DenseModel(const ModelConfig &c, const Weights &w, ModelOps &ops) : c_(c), w_(w) {
+DenseModel::DenseModel(const ModelConfig &c, const Weights &w, ModelOps &ops) {
   const int64_t H = c.hidden_size, QD = int64_t(c.n_heads) * c.head_dim, KVD = int64_t(c.n_kv_heads) * c.head_dim;
-  x_ = ops.tensor({H}, /*fp32=*/true);  // the residual stream
-  h_ = ops.tensor({H});                 // the normed input of the current sub-block (at the end: the final norm's)
+  x_ = ops.tensor({H}, Storage::kResidual);
+  h_ = ops.tensor({H}, Storage::kOutput);  // the normed input of the current sub-block (at the end: the final norm's)
   qkv_ = ops.tensor({QD, KVD, KVD});
   attn_ = ops.tensor({QD});
   act_ = ops.tensor({c.intermediate_size});
+  embed_ = ops.linear_weights({&w.embed});
   for (const LayerWeights &L : w.layers) {
     layers_.push_back({ops.linear_weights({&L.q, &L.k, &L.v}, {&L.q_bias, &L.k_bias, &L.v_bias}),
                        ops.linear_weights({&L.o}, {&L.o_bias}),
@@ -17,6 +18,7 @@ DenseModel::DenseModel(const ModelConfig &c, const Weights &w, ModelOps &ops) : 
                        ops.vector_weights(L.q_norm), ops.vector_weights(L.k_norm), ops.vector_weights(L.mlp_norm)});
   }
   final_norm_ = ops.vector_weights(w.final_norm);
+  head_ = ops.linear_weights({&w.lm_head});  // (tied: the embedding's handle)
 }
 
 Weights DenseModel::weight_shapes(const ModelConfig &c) {
@@ -39,7 +41,7 @@ Weights DenseModel::weight_shapes(const ModelConfig &c) {
 }
 
 void DenseModel::forward(ModelOps &ops) const {
-  ops.embed(w_.embed, x_);
+  ops.embed(embed_, x_);
   ops.rmsnorm(x_, layers_[0].attn_norm, h_);
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer &L = layers_[l];

@@ -9,11 +9,11 @@
 
 #include "loader/config.h"
 #include "loader/weights.h"
-#include "models/model_ops.h"
+#include "models/model.h"
 
 namespace vt {
 
-class DenseModel {
+class DenseModel : public Model {
  public:
   // Declares the model's activations and binds its weights (which stay `w`'s: the backend may copy or map them).
   DenseModel(const ModelConfig &c, const Weights &w, ModelOps &ops);
@@ -22,18 +22,17 @@ class DenseModel {
   // checkpoint is read.
   static Weights weight_shapes(const ModelConfig &c);
 
-  // One step over the rows begin_step gave `ops`; afterwards output() holds each row's final-normed hidden state.
-  void forward(ModelOps &ops) const;
-  Tensor output() const { return h_; }
+  void forward(ModelOps &ops) const override;
+  Tensor output() const override { return h_; }
+  Linear head() const override { return head_; }
 
  private:
   struct Layer {
     Linear qkv, o, gate_up, down;
     Vector attn_norm, q_norm, k_norm, mlp_norm;
   };
-  const ModelConfig &c_;
-  const Weights &w_;
   std::vector<Layer> layers_;
+  Linear embed_{}, head_{};
   Vector final_norm_{};
   Tensor x_{}, h_{}, qkv_{}, attn_{}, act_{};
 };

@@ -4,8 +4,9 @@
 // and decides how to run each: the CPU backend (backend/cpu/cpu_model_ops) one kernel after another, the CUDA
 // backend (next) a linear and its epilogue as one fused kernel where the weight format and the row count allow.
 //
-// A step: the decoder hands the backend the step's batch (ModelOps::begin_step), then the model runs its ops
-// over the batch's T rows; the tensors it names are (T, cols) activations whose layout is the backend's.
+// A step: the decoder hands its backend's ops the step (each backend its own way: the CPU one the batch, the CUDA
+// one where the step's integers sit on the device), then the model (models/model.h) runs its ops over the step's
+// T rows; the tensors it names are (T, cols) activations whose layout is the backend's.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +20,16 @@ namespace vt {
 
 // An activation tensor of the step: declared once at load (ModelOps::tensor), rows = the step's tokens.
 enum class Tensor : int32_t {};
+// What a tensor holds, which decides its storage.
+enum class Storage : uint8_t {
+  kActivation,  // in the backend's activation type
+  kResidual,    // fp32 on every backend: the residual stream
+  kOutput,      // an activation that an output kAddNorm also writes (the model's final-normed rows, which the
+                // lm_head reads): a backend may keep those rows in fp32 besides
+};
 // A linear layer's weights as the backend holds them (ModelOps::linear_weights): one or more matrices over the
-// same input whose outputs sit side by side (q|k|v, gate|up), each with its bias or none.
+// same input whose outputs sit side by side (q|k|v, gate|up), each with its bias or none. An embedding table and
+// the lm_head are one-matrix Linears too (a tied lm_head is the embedding's handle).
 enum class Linear : int32_t {};
 // A vector of weights (a norm's), bound at load like the matrices (ModelOps::vector_weights): a step may be
 // captured and replayed (CUDA graphs), so nothing it reads may be bound during it. kNoVector: none.
@@ -33,7 +42,7 @@ struct Epilogue {
   enum Kind {
     kNone,       // out = y
     kAddNorm,    // residual += y; out = rmsnorm(residual) * norm: the next sub-block's input, or (output) the
-                 // model's output, which logits() reads (a backend may keep that one in fp32)
+                 // model's output (Model::output: the lm_head's input; out is then declared Storage::kOutput)
     kRopeStore,  // y = q|k|v of `layer`: q and k normed per head (q_norm, k_norm, unless kNoVector), RoPE at the
                  // rows' positions, k and v written into the layer's KV cache; out = y (its q is attention's input)
     kSwiGLU,     // y = gate|up: out = silu(gate) * up
@@ -67,24 +76,22 @@ class ModelOps {
   virtual ~ModelOps() = default;
 
   // Load time. A (max_tokens, cols) activation tensor: `parts` are the widths of the side-by-side outputs of the
-  // linear layer that writes it (q|k|v: {q, k, v}), one part for any other tensor. fp32 holds the residual
-  // stream (kept in fp32 on every backend).
-  virtual Tensor tensor(std::initializer_list<int64_t> parts, bool fp32 = false) = 0;
+  // linear layer that writes it (q|k|v: {q, k, v}), one part for any other tensor.
+  virtual Tensor tensor(std::initializer_list<int64_t> parts, Storage storage = Storage::kActivation) = 0;
   // A linear layer: the matrices (each (rows, cols) over the same cols) and their biases (null or empty: none).
+  // Binding a one-matrix layer whose matrix is already bound alone gives the same handle (a tied lm_head).
   virtual Linear linear_weights(std::initializer_list<const Matrix *> parts,
-                                std::initializer_list<const std::vector<float> *> biases) = 0;
+                                std::initializer_list<const std::vector<float> *> biases = {}) = 0;
   // A vector of weights (empty: kNoVector).
   virtual Vector vector_weights(const std::vector<float> &v) = 0;
 
-  // Step time, over the rows of the batch begin_step was given.
-  virtual void begin_step(const ForwardBatch &b, const int32_t *tokens) = 0;
-  virtual void embed(const Matrix &table, Tensor out) = 0;                        // out = table rows of the tokens
+  // Step time, over the rows of the step the decoder gave its ops.
+  virtual void embed(Linear table, Tensor out) = 0;             // out = the table's rows of the step's tokens
   virtual void rmsnorm(Tensor x, Vector norm, Tensor out) = 0;  // out = rmsnorm(x) * norm
   virtual void linear(Tensor x, Linear w, Tensor out, const Epilogue &e = {}) = 0;
   // Paged causal attention of `layer` for the q part of qkv (written by a kRopeStore linear) → out.
   virtual void attention(Tensor qkv, int32_t layer, Tensor out) = 0;
-  // logits (n, vocab) fp32, host memory, of the given rows of x through `head` (a (vocab, hidden) matrix).
-  virtual void logits(Tensor x, const int32_t *rows, int32_t n, const Matrix &head, float *out) = 0;
+  // (The lm_head is the decoder's: it runs Model::head over Model::output's rows, where the logits are wanted.)
 };
 
 }  // namespace vt

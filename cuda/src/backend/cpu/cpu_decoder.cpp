@@ -7,12 +7,12 @@
 namespace vt {
 
 CpuDecoder::CpuDecoder(const ModelConfig &config, Weights weights, cpu::ThreadPool &pool, KvCache &kv,
-                       int32_t max_tokens, const CpuTuning &tuning)
+                       int32_t max_tokens, const CpuTuning &tuning, decltype(ModelEntry::make) make)
     : c_(config),
       w_(std::move(weights)),
       max_tokens_(max_tokens),
       ops_(c_, pool, kv, max_tokens),
-      model_(c_, w_, ops_),
+      model_((make ? make : model_entry(c_).make)(c_, w_, ops_)),
       overlap_(tuning.overlap) {}
 
 void CpuDecoder::forward(const ForwardBatch &b) {
@@ -23,11 +23,11 @@ void CpuDecoder::forward(const ForwardBatch &b) {
     tokens = begun_.back().data();
   }
   ops_.begin_step(b, tokens);
-  model_.forward(ops_);
+  model_->forward(ops_);
 }
 
 void CpuDecoder::project(const int32_t *rows, int32_t n, float *logits) {
-  ops_.logits(model_.output(), rows, n, w_.lm_head, logits);
+  ops_.logits(model_->output(), rows, n, model_->head(), logits);
 }
 
 void CpuDecoder::chain_begin(int32_t n, const SampleRow *params) {

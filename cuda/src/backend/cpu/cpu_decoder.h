@@ -1,5 +1,5 @@
-// The CPU backend's decoder (the engine's Decoder interface, models/decoder.h): a model written over ModelOps
-// (models/dense_model.h: Llama, Qwen2, Qwen3) run by CpuModelOps, and the final projection of chosen rows.
+// The CPU backend's decoder (the engine's Decoder interface, models/decoder.h): the architecture's model
+// (models/registry.h) run by CpuModelOps, and the final projection of chosen rows.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,8 @@
 #include "loader/config.h"
 #include "loader/weights.h"
 #include "models/decoder.h"
-#include "models/dense_model.h"
+#include "models/model.h"
+#include "models/registry.h"
 #include "tuning.h"
 
 namespace vt {
@@ -19,8 +20,9 @@ namespace vt {
 class CpuDecoder : public Decoder {
  public:
   // tuning.overlap (VT_CPU_OVERLAP=1, tests): chain plain-greedy decode steps as the CUDA decoder does.
+  // make: the model to run (tests); null: the registry's for the config's architecture.
   CpuDecoder(const ModelConfig &config, Weights weights, cpu::ThreadPool &pool, KvCache &kv, int32_t max_tokens,
-             const CpuTuning &tuning = {});
+             const CpuTuning &tuning = {}, decltype(ModelEntry::make) make = nullptr);
 
   void forward(const ForwardBatch &b) override;
   // Only rows that are needed pay for the large vocabulary projection.
@@ -41,7 +43,7 @@ class CpuDecoder : public Decoder {
   Weights w_;
   int32_t max_tokens_;
   CpuModelOps ops_;
-  DenseModel model_;  // after w_ and ops_: it binds the one and declares its tensors with the other
+  std::unique_ptr<Model> model_;  // after w_ and ops_: it binds the one and declares its tensors with the other
   bool overlap_ = false;                     // CpuTuning::overlap
   std::vector<std::vector<int32_t>> begun_;  // picks of the begun reads, oldest first (the last: the next tokens)
   PageVector<float> logits_;                 // chain_begin's

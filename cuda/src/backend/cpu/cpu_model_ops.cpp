@@ -34,11 +34,15 @@ int64_t CpuModelOps::allocated_bytes() const {
   return int64_t(floats * sizeof(float));
 }
 
-Tensor CpuModelOps::tensor(std::initializer_list<int64_t> parts, bool /*fp32: every CPU tensor is*/) {
+Tensor CpuModelOps::tensor(std::initializer_list<int64_t> parts, Storage storage /*every CPU tensor is fp32*/) {
   std::vector<Part> t;
   for (int64_t cols : parts) {
     t.push_back({cols, {}});
     reserve(t.back().data, cols);
+  }
+  if (storage == Storage::kResidual && *parts.begin() > proj_cols_) {  // what kAddNorm's product is added to
+    proj_cols_ = *parts.begin();
+    reserve(proj_, proj_cols_);
   }
   tensors_.push_back(std::move(t));
   return Tensor(int32_t(tensors_.size() - 1));
@@ -50,7 +54,13 @@ Linear CpuModelOps::linear_weights(std::initializer_list<const Matrix *> parts,
   w.parts.assign(parts.begin(), parts.end());
   for (const std::vector<float> *b : biases) w.biases.push_back(b && !b->empty() ? b->data() : nullptr);
   w.biases.resize(w.parts.size(), nullptr);
-  scratch_for(w);
+  if (w.parts.size() == 1 && w.parts[0]->data && biases.size() == 0)  // a tied lm_head: the embedding's handle
+    for (size_t i = 0; i < linears_.size(); ++i)
+      if (linears_[i].parts.size() == 1 && linears_[i].parts[0]->data == w.parts[0]->data) return Linear(int32_t(i));
+  if (w.parts.size() == 2 && w.parts[1]->rows > up_cols_) {  // kSwiGLU's up
+    up_cols_ = w.parts[1]->rows;
+    reserve(up_, up_cols_);
+  }
   linears_.push_back(std::move(w));
   return Linear(int32_t(linears_.size() - 1));
 }
@@ -61,18 +71,6 @@ Vector CpuModelOps::vector_weights(const std::vector<float> &v) {
   return Vector(int32_t(vectors_.size() - 1));
 }
 
-// A one-part linear may end in kAddNorm (its output in proj_ first), a two-part one in kSwiGLU (up in up_).
-void CpuModelOps::scratch_for(const LinearW &w) {
-  if (w.parts.size() == 1 && w.parts[0]->rows > proj_cols_) {
-    proj_cols_ = w.parts[0]->rows;
-    reserve(proj_, proj_cols_);
-  }
-  if (w.parts.size() == 2 && w.parts[1]->rows > up_cols_) {
-    up_cols_ = w.parts[1]->rows;
-    reserve(up_, up_cols_);
-  }
-}
-
 float *CpuModelOps::part(Tensor t, size_t p) { return tensors_.at(size_t(t)).at(p).data.data(); }
 
 void CpuModelOps::begin_step(const ForwardBatch &b, const int32_t *tokens) {
@@ -81,7 +79,8 @@ void CpuModelOps::begin_step(const ForwardBatch &b, const int32_t *tokens) {
   b_ = &b, tokens_ = tokens;
 }
 
-void CpuModelOps::embed(const Matrix &table, Tensor out) {
+void CpuModelOps::embed(Linear t, Tensor out) {
+  const Matrix &table = matrix(t);
   cpu::embed(table.data, table.dtype, table.cols, tokens_, b_->n_tokens, part(out, 0));
 }
 
@@ -136,8 +135,9 @@ void CpuModelOps::attention(Tensor qkv, int32_t layer, Tensor out) {
                  scale, part(out, 0));
 }
 
-void CpuModelOps::logits(Tensor x, const int32_t *rows, int32_t n, const Matrix &head, float *out) {
+void CpuModelOps::logits(Tensor x, const int32_t *rows, int32_t n, Linear h, float *out) {
   if (n <= 0) return;
+  const Matrix &head = matrix(h);
   const int64_t H = head.cols;
   const float *src = part(x, 0);
   for (int32_t i = 0; i < n; ++i) std::copy_n(src + int64_t(rows[i]) * H, H, gathered_.data() + int64_t(i) * H);

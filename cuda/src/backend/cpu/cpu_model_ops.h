@@ -25,17 +25,19 @@ class CpuModelOps : public ModelOps {
   int64_t bytes() const;
   int64_t allocated_bytes() const;
 
-  Tensor tensor(std::initializer_list<int64_t> parts, bool fp32 = false) override;
+  Tensor tensor(std::initializer_list<int64_t> parts, Storage storage = Storage::kActivation) override;
   Linear linear_weights(std::initializer_list<const Matrix *> parts,
-                        std::initializer_list<const std::vector<float> *> biases) override;
+                        std::initializer_list<const std::vector<float> *> biases = {}) override;
   Vector vector_weights(const std::vector<float> &v) override;
 
-  void begin_step(const ForwardBatch &b, const int32_t *tokens) override;
-  void embed(const Matrix &table, Tensor out) override;
+  // The step the model's ops run over: the batch, and its tokens (the batch's, or the picks a chained step takes).
+  void begin_step(const ForwardBatch &b, const int32_t *tokens);
+  void embed(Linear table, Tensor out) override;
   void rmsnorm(Tensor x, Vector norm, Tensor out) override;
   void linear(Tensor x, Linear w, Tensor out, const Epilogue &e = {}) override;
   void attention(Tensor qkv, int32_t layer, Tensor out) override;
-  void logits(Tensor x, const int32_t *rows, int32_t n, const Matrix &head, float *out) override;
+  // logits (n, vocab) fp32 of the given rows of x through `head` (a one-matrix Linear, (vocab, hidden)).
+  void logits(Tensor x, const int32_t *rows, int32_t n, Linear head, float *out);
 
  private:
   struct Part {
@@ -47,8 +49,8 @@ class CpuModelOps : public ModelOps {
     std::vector<const float *> biases;  // null: none
   };
   float *part(Tensor t, size_t p);
+  const Matrix &matrix(Linear w) const { return *linears_.at(size_t(w)).parts.at(0); }
   void product(const float *x, const LinearW &w, size_t p, float *y);
-  void scratch_for(const LinearW &w);
   void reserve(PageVector<float> &v, int64_t cols);  // (max_tokens, cols), counted; allocated unless sizing
 
   const ModelConfig &c_;
@@ -64,8 +66,9 @@ class CpuModelOps : public ModelOps {
   // The step
   const ForwardBatch *b_ = nullptr;
   const int32_t *tokens_ = nullptr;
-  // Scratch: a linear's output before its epilogue (kAddNorm: the sublayer's output; kSwiGLU: up), and the rows
-  // gathered for logits(). Sized at load from the linear layers bound.
+  // Scratch: a linear's output before its epilogue (kAddNorm: the sublayer's output, as wide as the residual it is
+  // added to; kSwiGLU: up, a two-part layer's second part), and the rows gathered for logits(). Sized at load from
+  // the residual tensors and the two-part linear layers declared.
   int64_t proj_cols_ = 0, up_cols_ = 0;
   PageVector<float> proj_, up_, gathered_;
 };

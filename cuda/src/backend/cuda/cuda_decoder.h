@@ -1,23 +1,12 @@
-// The dense decoder of models/dense_model.h on one GPU: the same forward() over the same weights, with the
-// weights, the paged KV cache and the activations in device memory and every op from backend/cuda. Activations
-// are fp32 (the debugging mode whose results match the CPU backend to rounding) or bf16 (fp32 arithmetic inside
-// every kernel). With bf16 activations only what feeds a product (the normed rows, the attention output, the
-// SwiGLU product), the products' outputs and q/k/v are bf16: the residual stream, the final normed rows (the
-// lm_head's input) and the logits are fp32, and attention's softmax and accumulators are fp32. The KV cache is
-// in the activation type, with the CPU's paged layout
-// (layer, K|V, n_blocks, block_size, n_kv_heads, head_dim).
-//
-// Fused for the decode step: q|k|v are one matrix (one product, then one kernel for RoPE, Qwen3's q/k norm
-// and the KV store, or, with the fused norm on sm_90+, all of that in the product's epilogue: qkv_rope_) and gate|up
-// are one matrix (with bf16 weights and few rows, one GEMV that also applies
-// SiLU·mul). Matrices stay in their stored dtype and are widened in the kernels: the decode GEMV for bf16
-// weights and up to gemv_rows_max() rows (4 with cuBLASLt, 8 without); cuBLASLt (when the machine has it) for
-// bf16 weights and activations and more rows; the tiled GEMM for everything else. Kernels that follow one
-// another in a decode step overlap their launch (programmatic dependent launch, Hopper and newer).
+// The CUDA backend's executor (the engine's Decoder interface, models/decoder.h): the architecture's model
+// (models/registry.h) run over CudaModelOps (backend/cuda/cuda_model_ops.h, which owns the weights, the activations
+// and how each op runs) on one GPU, and around it what a step needs besides the model: the context and stream, the
+// paged KV cache (in the activation type, with the CPU's layout (layer, K|V, n_blocks, block_size, n_kv_heads,
+// head_dim)), the step's integers, CUDA graphs, the lm_head and sampling.
 //
 // Decode steps (every sequence one row) up to the largest graph bucket replay a CUDA graph of the whole step:
-// the layers, the lm_head over every row and the greedy argmax; the step's integers go up in one async copy
-// from pinned memory into buffers at fixed addresses first. Other steps launch the same kernels directly. The
+// the model's forward, the lm_head over every row and the greedy argmax; the step's integers go up in one async copy
+// from pinned memory into buffers at fixed addresses first. Other steps launch the same ops directly. The
 // graph's argmax also writes its picks into the token slots, so a chained next step (Decoder::chains, the engine's
 // overlapped greedy decode) uploads everything but the tokens and is launched before these picks are read.
 //
@@ -34,6 +23,7 @@
 
 #include "backend/cuda/context.h"
 #include "backend/cuda/cublaslt.h"
+#include "backend/cuda/cuda_model_ops.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/graphs.h"
 #include "backend/cuda/staged_upload.h"
@@ -41,6 +31,8 @@
 #include "loader/safetensors.h"
 #include "loader/weights.h"
 #include "models/decoder.h"
+#include "models/model.h"
+#include "models/registry.h"
 #include "tuning.h"
 
 namespace vt {
@@ -71,6 +63,8 @@ class CudaDecoder : public Decoder {
     int32_t attn_rows = 0, table_width = 0;
     size_t meta_elems = 0;   // int32s of the step's integers (meta_layout)
   };
+  // The model's activations and the ops' scratch are sized by the model's own declarations (a sizing CudaModelOps),
+  // so this is what the constructor allocates, to the byte (golden_cuda checks it).
   static Workspace plan_workspace(const ModelConfig &c, const CudaDecoderParams &p, int sm_count, bool with_blas);
   // Whether this model's engine applies logits processors on the device (CudaTuning::penalties_on_device, and a
   // vocabulary the device sampler takes): then the plan and the constructor both count kProcBytes of staging.
@@ -78,11 +72,12 @@ class CudaDecoder : public Decoder {
 
   // Uploads every tensor of `w` (views into `ck`'s mapping), releasing each tensor's mapped pages once it is on
   // the device, and allocates the KV pool and the activations, then captures the decode graphs.
-  // `progress(stage, done, total)`: "weights" after each layer, "cuda graphs" before (0 of 1) and after (1 of 1)
-  // the capture.
+  // `progress(stage, done, total)`: "weights" as they go up (MiB of total MiB), "cuda graphs" before (0 of 1) and
+  // after (1 of 1) the capture. ck: whose pages are given back (null: none). make: the model to run (tests); null:
+  // the registry's for the config's architecture.
   using Progress = std::function<void(const char *stage, int done, int total)>;
-  CudaDecoder(const ModelConfig &config, const Weights &w, const Checkpoint &ck, const CudaDecoderParams &p,
-              const Progress &progress);
+  CudaDecoder(const ModelConfig &config, const Weights &w, const Checkpoint *ck, const CudaDecoderParams &p,
+              const Progress &progress, decltype(ModelEntry::make) make = nullptr);
   ~CudaDecoder() override;
 
   void forward(const ForwardBatch &b) override;
@@ -104,25 +99,15 @@ class CudaDecoder : public Decoder {
 
   const std::string &device_name() const { return ctx_->name(); }
   const cuda::Context &context() const { return *ctx_; }  // its figures for memory reports (mem_info, name)
-  int64_t weight_device_bytes() const { return weight_bytes_; }
+  int64_t weight_device_bytes() const { return mops_->weight_bytes(); }
   int64_t kv_bytes() const { return int64_t(kv_.bytes()); }
-  int64_t workspace_bytes() const { return workspace_bytes_; }
+  int64_t workspace_bytes() const { return workspace_bytes_ + mops_->workspace_bytes(); }
   int64_t pinned_bytes() const { return pinned_bytes_; }  // page-locked host memory held (plan_workspace's pinned)
   BackendReport report() const override;
   int32_t graph_count() const { return graphs_.executables() + short_graphs_.executables(); }
   int64_t graph_bytes() const { return graphs_.device_bytes() + short_graphs_.device_bytes(); }
 
  private:
-  struct DMatrix {  // (rows, cols) row-major on the device, stored dtype
-    CUdeviceptr ptr = 0;
-    DType dtype = DType::BF16;
-    int64_t rows = 0, cols = 0;
-  };
-  struct DLayer {
-    CUdeviceptr attn_norm = 0, mlp_norm = 0, q_norm = 0, k_norm = 0;  // fp32; q/k norm 0 unless Qwen3
-    DMatrix qkv, o, gate_up, down;  // qkv: rows q | k | v; gate_up: rows gate | up
-    CUdeviceptr qkv_bias = 0, o_bias = 0, gate_up_bias = 0, down_bias = 0;  // fp32, 0: none
-  };
   // The integers of one step in device memory (meta_buf_) and in its staging (meta_pinned_), in int32 elements: the
   // lm_head's row list (max_logit_rows) first, then packed for the step's t rows and s sequences, so that a step
   // uploads one short range: tokens, positions, slots (t each), q_start (s + 1), pos0 (s), the block tables (s rows
@@ -136,23 +121,16 @@ class CudaDecoder : public Decoder {
   };
   void set_meta(int32_t t, int32_t s);  // layout_ and meta_ for a step of t rows and s sequences
 
-  DMatrix upload(const Matrix &m, const Checkpoint &ck);  // through stager_ while the constructor uploads
-  DMatrix upload_stacked(std::initializer_list<const Matrix *> parts, const Checkpoint &ck);  // rows concatenated
-  CUdeviceptr upload(const std::vector<float> &v);  // 0 for an empty vector
-  CUdeviceptr upload_stacked(std::initializer_list<const std::vector<float> *> parts);  // 0 when all empty
   CUdeviceptr scratch(size_t elems, size_t elem_size);
-  void linear(CUdeviceptr x, int32_t T, const DMatrix &m, CUdeviceptr bias, CUdeviceptr y, bool y_f32 = false,
-              bool x_f32 = false);
-  // Rows up to which bf16 products use the GEMV: beyond 4 it re-reads x per weight chunk and cuBLASLt (when
-  // present) streams the weights faster; without cuBLASLt the GEMV still beats the tiled GEMM up to 8.
-  int32_t gemv_rows_max() const { return blas_ ? 4 : 8; }
-  // Every layer over T rows of n_seqs sequences, whose integers are in meta_ (block tables table_width_ wide).
-  // max_keys bounds any row's keys (the attention's split count depends on it, never on device values).
-  void layers(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi_row, int32_t n_tiles);
-  // logits_(n, vocab) = lm_head(final_ rows gathered by the device row list `rows`); then, when
+  // The model's forward over a step of T rows of n_seqs sequences, whose integers are in meta_ (block tables
+  // table_width_ wide). max_keys bounds any row's keys (the attention's split count depends on it, never on device
+  // values); fold_norm: the lm_head will apply the final norm (a captured batch-1 step, head_norm_).
+  void run_model(int32_t T, int32_t n_seqs, int32_t max_keys, bool multi_row, int32_t n_tiles, bool fold_norm);
+  // logits_(n, vocab) = lm_head(the model's output rows gathered by the device row list `rows`); then, when
   // with_argmax, ids_/lps_ = their greedy token and logprob.
-  // step: a captured decode step's head (rows = iota_, 0 .. n - 1), which reads final_ in place and also leaves its
-  // picks as the next step's tokens (Decoder::chains).
+  // step: a captured decode step's head (rows = iota_, 0 .. n - 1), which reads the output rows in place (or, lazily
+  // normed, folds the final norm in: Ops::gemv_norm_head) and also leaves its picks as the next step's tokens
+  // (Decoder::chains).
   void head(CUdeviceptr rows, int32_t n, bool with_argmax, bool step = false);
   // Whether rows are 0 .. n-1 of the last graph replay, whose head already left their logits and greedy ids.
   bool replayed(const int32_t *rows, int32_t n) const;
@@ -170,18 +148,12 @@ class CudaDecoder : public Decoder {
   // What a decode graph of bucket B holds: the layers (their attention for rows of up to max_keys keys) and the head,
   // all rows padding.
   void record_step(int32_t B, int32_t max_keys);
-  CUdeviceptr k_cache(int l) const { return kv_.ptr() + CUdeviceptr(2 * l) * kv_layer_bytes_; }
-  CUdeviceptr v_cache(int l) const { return kv_.ptr() + CUdeviceptr(2 * l + 1) * kv_layer_bytes_; }
 
   ModelConfig c_;
   CudaDecoderParams p_;
-  float rope_scale_ = 1.f;
-  bool sub_f32_ = false;  // o/down outputs fp32 (VT_CUDA_SUBLAYER_F32=1, debugging; bf16 activations only)
-  // VT_CUDA_SKIP (experiments builds; CudaTuning::skip): the step leaves those launches out (argmax: the captured
-  // step's). For timing only (what a kind of launch costs inside the captured step, the bound on fusing it away):
-  // the results are wrong, and the engine says so on stderr when it loads.
-  unsigned skip_ = 0;
-  bool skips(CudaSkip k) const { return (skip_ & k) != 0; }
+  // VT_CUDA_SKIP's argmax (experiments builds; CudaTuning::skip): the captured step leaves it out. For timing only; the
+  // model's ops leave out the rest.
+  bool skip_argmax_ = false;
   // cudaGraphs.capture 'first-use' (CudaDecoderParams::graph_first_use): no
   // graph is captured at load; each bucket's is captured by the first decode step that needs it, so the load is
   // shorter (H200, 0.6B shape: load -> first token 151-174 ms against 206-210 ms; 8B unchanged; decode unchanged)
@@ -191,52 +163,23 @@ class CudaDecoder : public Decoder {
   // row. A step's graph is idempotent (it starts from the embedding, writes the same cache rows and outputs each time), so results do not
   // change, and (time at N = 2) - (time at N = 1) is the GPU time of a step without the host's share between steps.
   int replays_ = 1;
-  // The fused norm: steps of up to gemv_rows_max() rows add each
-  // sublayer's output into the residual in the epilogue of its product (o / down: Ops::gemv_residual, which also leaves
-  // the rows' partial sums of squares in norm_ss_ and the rows times the next norm's weight in normed_) and scale the
-  // next product's sums by 1 / rms (q|k|v / gate|up: Ops::gemv_norm), so no norm kernel runs between the layers'
-  // products (the first norm runs in the embedding gather, Ops::embed_norm, where the kernel image has it), when every
-  // layer's products take the GEMV (bf16 weights, no gate/up biases). Within rounding of the
-  // separate kernels. On the H200 at batch 1: 1.12x on the Qwen3-8B shape, 1.03x on 0.6B (bench/RESULTS.md; gemv.cuh
-  // has the earlier forms' figures).
-  bool fused_norm_ = true;  // cleared at load when a layer's products cannot all take the GEMV
-  bool fused_step(int32_t T) const;
-  // With the fused norm, the layers also fold RoPE, the q/k norm and the KV store into the q|k|v product's
-  // epilogue (Ops::gemv_norm_rope: one launch a layer fewer) where the kernel image has it for the head_dim (sm_90+)
-  // and its blocks fit twice in the SMs; else gemv_norm + rope_store.
-  bool qkv_rope_ = true;
-  // With the fused norm, a captured batch-1 step also folds the final norm into its lm_head (Ops::gemv_norm_head: one
-  // launch fewer; bf16 activations, where the kernel image has it).
-  // head_norm_now_: set by record_step while it records such a step (layers() then leaves the norm to head()).
-  bool head_norm_ = false, head_norm_now_ = false;
+  // A captured batch-1 step folds the final norm into its lm_head (Ops::gemv_norm_head: one launch fewer; bf16
+  // activations and lm_head, where the kernel image has it): the model's ops leave the output lazily normed then.
+  bool head_norm_ = false;
   // Declared first, destroyed last: every buffer below belongs to this context.
   std::unique_ptr<cuda::Context> ctx_;
   std::unique_ptr<cuda::Stream> stream_;
   std::unique_ptr<cuda::Ops> ops_;
 
-  std::vector<cuda::DeviceBuffer> buffers_;  // weights and activations, owned here
-  cuda::StagedUpload *stager_ = nullptr;     // the constructor's, while it uploads the weights
-  int64_t weight_bytes_ = 0, workspace_bytes_ = 0, pinned_bytes_ = 0;
-  DMatrix embed_, lm_head_;
-  std::vector<DLayer> layers_;
-  CUdeviceptr final_norm_ = 0, inv_freq_ = 0;  // (hidden), (head_dim / 2) fp32
+  std::unique_ptr<cuda::CublasLt> blas_;    // null or unavailable: own kernels only
+  std::unique_ptr<CudaModelOps> mops_;       // the weights, the activations, the ops
+  std::unique_ptr<Model> model_;             // after mops_, which holds what it binds
+  std::vector<cuda::DeviceBuffer> buffers_;  // the executor's buffers (scratch())
+  int64_t workspace_bytes_ = 0, pinned_bytes_ = 0;
 
   cuda::DeviceBuffer kv_;        // (layer, K|V, n_blocks, block_size, n_kv_heads, head_dim)
-  CUdeviceptr kv_layer_bytes_ = 0;
 
-  // RunState, activation type unless said otherwise
-  CUdeviceptr residual_ = 0;               // (T, hidden) fp32
-  // The fused norm's partial sums of squares: (rows, Ops::norm_parts(hidden)) fp32 for steps of up to
-  // kNormSsRows rows (gemv_rows_max()'s largest).
-  static constexpr int64_t kNormSsRows = 8;
-  CUdeviceptr norm_ss_ = 0;
-  CUdeviceptr normed_ = 0;                 // (T, hidden) the next product's input
-  CUdeviceptr final_ = 0;                  // (T, hidden) fp32, the final norm's rows (normed_ when fp32)
-  CUdeviceptr qkv_ = 0;                    // (T, (n_heads + 2 n_kv_heads) * head_dim)
-  CUdeviceptr attn_ = 0;                   // (T, n_heads * head_dim)
-  CUdeviceptr proj_ = 0;                   // (T, hidden) (fp32 when sub_f32_)
-  CUdeviceptr gate_up_ = 0;                // (T, 2 intermediate) (only when the fused SwiGLU GEMV cannot run)
-  CUdeviceptr act_ = 0;                    // (T, intermediate) silu(gate) * up
+  // The head's and the sampler's buffers
   CUdeviceptr last_ = 0;                   // (max_logit_rows, hidden) fp32, rows gathered for the lm_head
   CUdeviceptr last_act_ = 0;               // (max_logit_rows, hidden) the same rows in bf16 (cuBLASLt's input)
   CUdeviceptr logits_ = 0;                 // (max_logit_rows, vocab) fp32
@@ -251,11 +194,7 @@ class CudaDecoder : public Decoder {
   static constexpr size_t kProcBytes = size_t(4) << 20;  // one chunk's processor lists, staged and on the device
   cuda::PinnedBuffer proc_pinned_;                       // not allocated with VT_CUDA_PENALTIES=0
   CUdeviceptr proc_dev_ = 0;
-  CUdeviceptr attn_ws_ = 0;                // split-K decode attention partials, for up to attn_ws_rows_ rows
-  int32_t attn_ws_rows_ = 0;
-  size_t attn_ws_bytes_ = 0;
-  std::unique_ptr<cuda::CublasLt> blas_;   // null or unavailable: own kernels only
-  std::string attn_mode_;                  // VT_CUDA_ATTN: "" (auto), "simple", "noprefill"
+  int32_t attn_rows_ = 0;                  // Workspace::attn_rows: decode attention's rows
 
   // The step's integers: pinned staging on the host, the same layout in device memory.
   int32_t table_width_ = 0;                // block-table entries per sequence (max_context / block_size)
