@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `vtengine` command: `run`, `chat`, `inspect` and `doctor`. Errors print as `error [CODE]: message` on stderr
+ * The `vtengine` command: `run`, `chat`, `serve`, `inspect` and `doctor`. Errors print as `error [CODE]: message` on stderr
  * with exit code 1 (an EngineError: never a stack trace) or 2 (a usage error).
  * @internal
  * @module
@@ -12,6 +12,7 @@ import { addChatCommand } from './chat.js';
 import { addDoctorCommand } from './doctor.js';
 import { addInspectCommand } from './inspect.js';
 import { addRunCommand } from './run.js';
+import { addServeCommand } from './serve.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
@@ -27,9 +28,10 @@ const program = new Command('vtengine')
   .showHelpAfterError('(add --help for usage)');
 addRunCommand(program);
 addChatCommand(program);
+addServeCommand(program);
 addInspectCommand(program);
 addDoctorCommand(program);
-program.addHelpText('after', '\nExamples:\n  vtengine run "def fibonacci(n):"\n  vtengine run --model ./Qwen3-0.6B --max-tokens 64 "Hello"\n  vtengine chat --model ./Qwen3-0.6B\n  vtengine inspect ./Qwen3-0.6B --json\n  vtengine doctor');
+program.addHelpText('after', '\nExamples:\n  vtengine run "def fibonacci(n):"\n  vtengine run --model ./Qwen3-0.6B --max-tokens 64 "Hello"\n  vtengine chat --model ./Qwen3-0.6B\n  vtengine serve --model ./Qwen3-0.6B --port 8080\n  vtengine inspect ./Qwen3-0.6B --json\n  vtengine doctor');
 
 try {
   await program.parseAsync(process.argv);
