@@ -11,6 +11,7 @@
 #include "memory_plan.h"
 #include "backend/cpu/cpu_decoder.h"
 #include "backend/cuda/cuda_decoder.h"
+#include "backend/cuda/cuda_plan.h"
 #include "status.h"
 
 namespace vt {

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "backend/cpu/cpu_model_ops.h"
+#include "backend/cuda/cuda_plan.h"
 #include "kv_cache.h"
 #include "models/registry.h"
 #include "status.h"
@@ -53,30 +54,13 @@ std::vector<int32_t> plan_graph_buckets(const vt_cuda_graphs &g, int32_t max_seq
 
 bool uses_cuda(const vt_engine_params &p) {
   if (p.device == VT_DEVICE_CPU) return false;
-  const cuda::Availability a = cuda::cuda_available();
-  if (a.ok) return true;
+  std::string why;
+  if (cuda_usable(&why)) return true;
   if (p.device == VT_DEVICE_CUDA)
-    fail(VT_ERR_NO_GPU, "device 'cuda' was asked for, but CUDA is not usable here: " + a.reason + "; use device 'cpu' or 'auto'");
+    fail(VT_ERR_NO_GPU, "device 'cuda' was asked for, but CUDA is not usable here: " + why + "; use device 'cpu' or 'auto'");
   return false;
 }
 
-CudaDecoderParams cuda_decoder_params(const MemoryPlan &m, const vt_engine_params &p) {
-  CudaDecoderParams cp;
-  // bf16 by default: tensor-core prefill and cuBLASLt need it, and the golden check holds it to transformers'
-  // own bf16 error; float32 is the debugging mode that matches the CPU to rounding.
-  cp.act = p.dtype == VT_DTYPE_FLOAT32 ? cuda::Act::F32 : cuda::Act::BF16;
-  cp.max_tokens = m.max_batch_tokens;
-  cp.max_seqs = m.max_seqs;
-  cp.max_logit_rows = std::max(m.max_seqs, 16);  // sampled rows, or one teacher-forcing block
-  cp.n_blocks = m.n_blocks;
-  cp.block_size = m.block_size;
-  cp.max_context = m.max_context;
-  cp.graph_buckets = m.graph_buckets;  // empty when cudaGraphs is off
-  cp.graph_dedup = m.graph_dedup;
-  cp.graph_first_use = m.graph_first_use;
-  cp.tuning = m.tuning.cuda;
-  return cp;
-}
 
 std::vector<int32_t> default_graph_buckets(int32_t max_batch) {
   std::vector<int32_t> buckets;
@@ -133,10 +117,8 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
   if (m.cuda) {
     // cuBLASLt's workspace is counted whenever it may load (bf16 activations, not VT_CUDA_CUBLASLT=0): at most
     // 32 MiB too many, on a machine without the library.
-    const CudaDecoderParams cp = cuda_decoder_params(m, p);
-    const CudaDecoder::Workspace ws = CudaDecoder::plan_workspace(c, cp, cuda::device_sm_count(0),
-                                                                  cp.act == cuda::Act::BF16 && cp.tuning.cublaslt);
-    m.workspace_bytes = ws.total, m.host_pinned_bytes = ws.pinned;
+    const CudaSizes sizes = cuda_sizes(c, m, p);
+    m.workspace_bytes = sizes.workspace_bytes, m.host_pinned_bytes = sizes.pinned_bytes;
     return m;
   }
   // The CPU decoder's activations, sized by the code that allocates them (the model's declarations through a
@@ -159,7 +141,7 @@ MemoryPlan plan_memory_for(const ModelConfig &c, const vt_engine_params &p, int6
   // Graph executables measured 6 MiB for 8 buckets on an H200; the rest of the reserve is the driver's own
   // per-context allocations, which cuMemGetInfo shows but no engine buffer accounts for.
   constexpr int64_t kReserve = int64_t(256) << 20;
-  const int64_t total = cuda::device_total_bytes(0);
+  const int64_t total = cuda_total_bytes();
   const int64_t budget = int64_t(double(total) * p.gpu_memory_utilization);
   const int64_t kv = budget - weight_bytes - m.workspace_bytes - kReserve;
   const int64_t need = int64_t(m.max_context) * m.kv_bytes_per_token;

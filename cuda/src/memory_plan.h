@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "loader/config.h"
-#include "backend/cuda/cuda_decoder.h"
 #include "vt_engine.h"
 #include "tuning.h"
 
@@ -24,7 +23,7 @@ struct MemoryPlan {
   int64_t kv_cache_bytes = 0;   // the whole pool (fp32 on the CPU, the activation type on the GPU), resident
                                 // once every block has been used
   int64_t workspace_bytes = 0;  // CPU: activations for max_batch_tokens rows, logits, sampler scratch (host);
-                                // CUDA: CudaDecoder::plan_workspace (device)
+                                // CUDA: CudaDecoder::plan_workspace (device; backend/cuda/cuda_plan.h)
   int64_t activation_bytes = 0;  // CPU: the decoder's activations and scratch, of workspace_bytes (CpuModelOps)
   int64_t host_pinned_bytes = 0;  // CUDA: page-locked host staging (CudaDecoder::plan_workspace's pinned); CPU: 0
   // Decode batch sizes to capture as CUDA graphs, ascending, each 1..max_seqs; empty when graphs are off. Planned
@@ -52,9 +51,6 @@ MemoryPlan plan_memory_for(const ModelConfig &c, const vt_engine_params &p, int6
 // Whether the CUDA backend runs an engine with these params: 'cuda' needs a usable GPU (never a silent CPU
 // fallback: ERR_NO_GPU), 'auto' takes one when there is one.
 bool uses_cuda(const vt_engine_params &p);
-
-// The CUDA decoder's params for a plan (load and estimate build them here, so they size the same buffers).
-CudaDecoderParams cuda_decoder_params(const MemoryPlan &m, const vt_engine_params &p);
 
 // /proc/meminfo MemAvailable in bytes, or -1 when it cannot be read.
 int64_t host_memory_available();

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "check.h"
+#include "backend/cuda/cuda_plan.h"
 #include "memory_plan.h"
 #include "tuning.h"
 
