@@ -5,6 +5,11 @@
 // tokenizer's caches, the CUDA driver), and the device bytes back to the byte.
 //
 //   npm run build:all && node bench/lifetimes.mjs [--device cpu|cuda] [--cycles 15] [--model DIR] [--json FILE]
+//                                                 [--trim] [--hold]
+//
+// Experiments on where growth comes from (not the product): --trim calls glibc's malloc_trim(0) (through koffi)
+// after each dispose, giving free heap memory of every arena back; --hold keeps one more engine loaded throughout
+// (the default model), so the CUDA primary context and the driver's per-process state live across the cycles.
 //
 // Runs itself under --expose-gc --max-semi-space-size=1 (V8's young generation held at its initial size, as
 // bench/soak.mjs does: with node's defaults it grows and shrinks by up to 25 MiB on its own schedule);
@@ -20,6 +25,8 @@ const { values: opt } = parseArgs({
     model: { type: 'string' },
     json: { type: 'string' },
     'node-defaults': { type: 'boolean', default: false },
+    trim: { type: 'boolean', default: false },
+    hold: { type: 'boolean', default: false },
   },
 });
 runUnderPinnedV8(opt['node-defaults']);  // the script's node flags (bench/pinned-v8.mjs)
@@ -33,6 +40,13 @@ const gpuBytes = () => {
   return r.value ?? null;
 };
 
+let mallocTrim = null;
+if (opt.trim) {
+  const koffi = (await import('koffi')).default;
+  mallocTrim = koffi.load('libc.so.6').func('int malloc_trim(size_t pad)');
+}
+const held = opt.hold ? await Engine.load(DEFAULT_MODEL_DIR, { device: opt.device }) : null;
+
 const cycles = Math.max(2, Number(opt.cycles));
 const rows = [];
 for (let i = 1; i <= cycles; i++) {
@@ -42,6 +56,7 @@ for (let i = 1; i <= cycles; i++) {
   const loaded = { rss: rss(), gpu: opt.device === 'cuda' ? gpuBytes() : null };
   await engine.dispose();
   globalThis.gc();
+  if (mallocTrim) mallocTrim(0);
   const row = { cycle: i, tokens, rssLoadedBytes: loaded.rss, rssBytes: rss(), gpuLoadedBytes: loaded.gpu,
     gpuBytes: opt.device === 'cuda' ? gpuBytes() : null };
   rows.push(row);
@@ -49,6 +64,7 @@ for (let i = 1; i <= cycles; i++) {
     `${(row.rssBytes / MiB).toFixed(1)} MiB after dispose` +
     (row.gpuBytes === null ? '' : `; GPU ${row.gpuLoadedBytes} B loaded, ${row.gpuBytes} B after dispose`));
 }
+if (held) await held.dispose();
 const second = rows[1], last = rows[rows.length - 1];
 const rssGrowth = last.rssBytes - second.rssBytes;
 const gpuGrowth = last.gpuBytes === null ? null : last.gpuBytes - second.gpuBytes;

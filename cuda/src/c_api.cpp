@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine.h"
+#include "heap_trim.h"
 #include "status.h"
 #include "vt_engine.h"
 
@@ -69,7 +70,10 @@ vt_status vt_engine_load(const char *dir, vt_engine_params params, vt_engine **o
   });
 }
 
-void vt_engine_free(vt_engine *engine) { delete engine; }
+void vt_engine_free(vt_engine *engine) {
+  delete engine;
+  vt::return_free_heap();  // what the engine's threads freed into their arenas goes back (heap_trim.h)
+}
 
 vt_status vt_engine_model_info(const vt_engine *engine, vt_model_info *out) {
   if (!engine || !out) return VT_ERR_INVALID_OPTION;
