@@ -24,7 +24,9 @@ double num(Napi::Env env, Napi::Object o, const char *key, double fallback) {
 void EngineWrap::init(Napi::Env env, Napi::Object exports) {
   Napi::Function cls = DefineClass(env, "NativeEngine",
                                    {InstanceMethod("modelInfo", &EngineWrap::model_info), InstanceMethod("submit", &EngineWrap::submit),
-                                    InstanceMethod("abort", &EngineWrap::abort), InstanceMethod("stats", &EngineWrap::stats),
+                                    InstanceMethod("abort", &EngineWrap::abort), InstanceMethod("allowTokens", &EngineWrap::allow_tokens),
+                                    InstanceMethod("setPausedRequests", &EngineWrap::set_paused_requests),
+                                    InstanceMethod("stats", &EngineWrap::stats),
                                     InstanceMethod("memory", &EngineWrap::memory),
                                     InstanceMethod("dispose", &EngineWrap::dispose)});
   LiveSet::of(env).engine_class = Napi::Persistent(cls);
@@ -165,6 +167,29 @@ Napi::Value EngineWrap::abort(const Napi::CallbackInfo &info) {
   return env.Undefined();
 }
 
+Napi::Value EngineWrap::allow_tokens(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  vt_engine *e = live(env);
+  const bool ok = info.Length() >= 2 && info[0].IsNumber() && info[1].IsNumber();
+  const double id = ok ? info[0].As<Napi::Number>().DoubleValue() : 0, n = ok ? info[1].As<Napi::Number>().DoubleValue() : 0;
+  // Checked as doubles: a cast of NaN or of a value out of range is undefined behaviour.
+  if (!ok || !(id >= 1 && id <= 9007199254740991.0) || !(n >= -1 && n <= 2147483647.0) || n != std::floor(n))
+    throw code_error(env, "ERR_INVALID_OPTION", "allowTokens(id: number, tokens: integer >= -1)");
+  char err[256] = {0};
+  vt_status st = vt_engine_allow_tokens(e, uint64_t(id), int32_t(n), err, sizeof err);
+  if (st != VT_OK) throw status_error(env, st, err);
+  return env.Undefined();
+}
+
+Napi::Value EngineWrap::set_paused_requests(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  live(env);
+  const double n = info.Length() >= 1 && info[0].IsNumber() ? info[0].As<Napi::Number>().DoubleValue() : -1;
+  if (!(n >= 0 && n <= 9007199254740991.0)) throw code_error(env, "ERR_INVALID_OPTION", "setPausedRequests(n: number >= 0)");
+  stream_->set_paused(env, int64_t(n));
+  return env.Undefined();
+}
+
 Napi::Value EngineWrap::stats(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   vt_engine_stats s{};
@@ -176,6 +201,7 @@ Napi::Value EngineWrap::stats(const Napi::CallbackInfo &info) {
   o.Set("kvCacheBytes", double(s.kv_cache_bytes));
   o.Set("requestsWaiting", s.requests_waiting);
   o.Set("requestsRunning", s.requests_running);
+  o.Set("requestsPaused", s.requests_paused);
   o.Set("steps", double(s.steps));
   o.Set("tokensGenerated", double(s.tokens_generated));
   o.Set("preemptions", double(s.preemptions));

@@ -28,6 +28,8 @@ class EngineWrap : public Napi::ObjectWrap<EngineWrap> {
   Napi::Value model_info(const Napi::CallbackInfo &info);
   Napi::Value submit(const Napi::CallbackInfo &info);
   Napi::Value abort(const Napi::CallbackInfo &info);
+  Napi::Value allow_tokens(const Napi::CallbackInfo &info);
+  Napi::Value set_paused_requests(const Napi::CallbackInfo &info);
   Napi::Value stats(const Napi::CallbackInfo &info);
   Napi::Value memory(const Napi::CallbackInfo &info);
   Napi::Value dispose(const Napi::CallbackInfo &info);

@@ -1,5 +1,6 @@
 #include "token_stream.h"
 
+#include <algorithm>
 #include <memory>
 
 namespace vtb {
@@ -74,16 +75,30 @@ void TokenStream::deliver(Napi::Env env, Napi::Function fn, TokenStream *self, B
 
 void TokenStream::request_started(Napi::Env env) {
   if (released_) return;
-  if (in_flight_++ == 0) tsfn_.Ref(env);
+  ++in_flight_;
+  hold_loop(env);
 }
 
 void TokenStream::requests_finished(Napi::Env env, int n) {
   if (released_) return;
-  in_flight_ -= n;
-  if (in_flight_ <= 0) {
-    in_flight_ = 0;
-    tsfn_.Unref(env);
-  }
+  in_flight_ = std::max<int64_t>(0, in_flight_ - n);
+  hold_loop(env);
+}
+
+void TokenStream::set_paused(Napi::Env env, int64_t n) {
+  if (released_) return;
+  paused_ = n;
+  hold_loop(env);
+}
+
+void TokenStream::hold_loop(Napi::Env env) {
+  // A paused request's finish event counts here before JS hears of it and stops counting it as paused; for that
+  // moment in_flight_ may fall below paused_, which only unrefs early within the same callback.
+  const bool hold = in_flight_ > paused_;
+  if (hold == holding_) return;
+  holding_ = hold;
+  if (hold) tsfn_.Ref(env);
+  else tsfn_.Unref(env);
 }
 
 void TokenStream::release() {

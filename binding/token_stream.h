@@ -1,6 +1,7 @@
 // The engine-level stream: ONE thread-safe function per engine carries every step's events, for all requests,
 // from the step thread to JS. It is unref'd while no request is in flight, so a forgotten engine never keeps
-// the process alive, and ref'd while one is.
+// the process alive, and ref'd while one is, unless every request in flight is paused for a reader that stopped
+// reading (backpressure): those can only go on when JS reads, so they do not hold the process either.
 #pragma once
 
 #include <napi.h>
@@ -23,6 +24,8 @@ class TokenStream {
   // JS thread only: count requests so the stream holds the event loop exactly while work is pending.
   void request_started(Napi::Env env);
   void requests_finished(Napi::Env env, int n);
+  // JS thread only: how many of the requests in flight are paused for their readers (and so wait on JS alone).
+  void set_paused(Napi::Env env, int64_t n);
 
   // Called once, after the engine (and so the step thread) is gone. The stream deletes itself once the
   // events still queued have been delivered.
@@ -36,9 +39,12 @@ class TokenStream {
   };
   TokenStream() = default;
   static void deliver(Napi::Env env, Napi::Function fn, TokenStream *self, Batch *batch);
+  void hold_loop(Napi::Env env);  // refs the function exactly while a request in flight can progress on its own
 
   Napi::ThreadSafeFunction tsfn_;
   int64_t in_flight_ = 0;
+  int64_t paused_ = 0;
+  bool holding_ = false;  // the function is ref'd
   bool released_ = false;
 };
 

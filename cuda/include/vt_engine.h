@@ -5,8 +5,8 @@
  * human-readable message written into a caller-provided buffer. Nothing here aborts the process on
  * bad input.
  *
- * Threading: an engine owns one step thread. vt_engine_submit / vt_engine_abort / vt_engine_stats may be
- * called from any thread. The step callback runs on the step thread, once per step, with the tokens of
+ * Threading: an engine owns one step thread. vt_engine_submit / vt_engine_abort / vt_engine_allow_tokens /
+ * vt_engine_stats may be called from any thread. The step callback runs on the step thread, once per step, with the tokens of
  * every request that produced one in that step; it must copy what it needs and return quickly.
  */
 #ifndef VT_ENGINE_H
@@ -185,6 +185,17 @@ vt_status vt_engine_submit(vt_engine *engine, const int32_t *tokens, int32_t n_t
  * blocks return to the pool. Unknown or finished ids are ignored. */
 void vt_engine_abort(vt_engine *engine, uint64_t request_id);
 
+/* Backpressure, for a consumer that may fall behind: the request generates at most n_tokens tokens in all, then
+ * pauses until a later call allows more. A paused request leaves the batch (the others run on at full speed and
+ * the step thread sleeps when every request is paused) and keeps its KV blocks, so it goes on where it stopped;
+ * when the pool runs dry, paused requests give their blocks back before any running request is preempted, and are
+ * recomputed when they go on. A consumer that has read r tokens and lets the engine run w ahead calls it with
+ * r + w: no more than w tokens are then ever generated and not yet read. -1 = no limit (every request starts so).
+ * Takes effect at the next step; a limit at or below what the request has already generated pauses it after any
+ * token already in flight. A finished id is ignored, as by vt_engine_abort. VT_ERR_INVALID_OPTION for
+ * n_tokens < -1 or an id this engine never issued. */
+vt_status vt_engine_allow_tokens(vt_engine *engine, uint64_t request_id, int32_t n_tokens, char *err, size_t err_cap);
+
 typedef struct vt_engine_stats {
   int32_t kv_blocks_total;
   int32_t kv_blocks_used;
@@ -194,7 +205,8 @@ typedef struct vt_engine_stats {
   int32_t requests_running;
   int64_t steps;
   int64_t tokens_generated;
-  int64_t preemptions;
+  int64_t preemptions;        /* running requests sent back to the queue, and paused ones whose KV blocks were taken back */
+  int32_t requests_paused;    /* waiting for their consumers (vt_engine_allow_tokens); appended */
 } vt_engine_stats;
 
 vt_status vt_engine_stats_get(vt_engine *engine, vt_engine_stats *out);

@@ -97,6 +97,11 @@ void vt_engine_abort(vt_engine *engine, uint64_t request_id) {
   if (engine) engine->impl->abort(request_id);
 }
 
+vt_status vt_engine_allow_tokens(vt_engine *engine, uint64_t request_id, int32_t n_tokens, char *err, size_t err_cap) {
+  if (!engine) return report(VT_ERR_INVALID_OPTION, "engine is NULL", err, err_cap);
+  return guarded(err, err_cap, [&] { engine->impl->allow_tokens(request_id, n_tokens); });
+}
+
 vt_status vt_engine_stats_get(vt_engine *engine, vt_engine_stats *out) {
   if (!engine || !out) return VT_ERR_INVALID_OPTION;
   *out = engine->impl->stats();

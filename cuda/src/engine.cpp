@@ -252,6 +252,17 @@ void Engine::abort(uint64_t id) {
   wake_.notify_one();
 }
 
+void Engine::allow_tokens(uint64_t id, int32_t n_tokens) {
+  check_option(n_tokens >= -1, "the tokens a request is allowed must be >= 0, or -1 for no limit; got " + std::to_string(n_tokens));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // A finished id is fine (its consumer may not know yet); one never issued is a caller's bug.
+    check_option(id >= 1 && id < next_id_, "no request of this engine has id " + std::to_string(id));
+    allowances_.emplace_back(id, n_tokens);
+  }
+  wake_.notify_one();
+}
+
 vt_engine_stats Engine::stats() {
   vt_engine_stats s{};
   s.kv_blocks_total = kv_blocks_;
@@ -260,6 +271,7 @@ vt_engine_stats Engine::stats() {
   s.kv_cache_bytes = kv_bytes_;
   s.requests_waiting = waiting_.load();
   s.requests_running = running_.load();
+  s.requests_paused = paused_.load();
   s.steps = steps_.load();
   s.tokens_generated = generated_.load();
   s.preemptions = preemptions_.load();
@@ -270,6 +282,7 @@ void Engine::emit(std::vector<vt_step_event> &events) {
   blocks_used_ = blocks_->n_used();
   waiting_ = scheduler_->n_waiting();
   running_ = scheduler_->n_running();
+  paused_ = scheduler_->n_paused();
   preemptions_ = scheduler_->preemptions();
   if (events.empty()) return;
   vt_step_fn fn;
@@ -297,12 +310,17 @@ void Engine::step() {
   std::vector<vt_step_event> events;
   std::vector<std::unique_ptr<Sequence>> incoming;
   std::unordered_set<uint64_t> aborts;
+  std::vector<std::pair<uint64_t, int32_t>> allowances;
   {
     std::lock_guard<std::mutex> lock(mu_);
     incoming.swap(inbox_);
     aborts.swap(aborts_);
+    allowances.swap(allowances_);
   }
   for (auto &s : incoming) scheduler_->add(std::move(s));
+  // Before anything is planned or chained: the scheduler pauses and resumes by them, the chain checks them.
+  for (auto [id, n] : allowances)
+    if (Sequence *s = scheduler_->find(id)) s->allowed_tokens = n;
   for (uint64_t id : aborts) {
     auto it = std::find_if(inflight_.begin(), inflight_.end(), [id](const ScheduledChunk &c) { return c.seq->id == id; });
     if (it != inflight_.end()) {  // its step still runs: the event now, the removal once the step is collected
@@ -315,9 +333,10 @@ void Engine::step() {
 
   std::vector<ScheduledChunk> plan = scheduler_->schedule();
   if (plan.empty()) {
-    // Load-time sizing guarantees one sequence of maxContext tokens always fits, so an empty plan with work
-    // left is a bug; end that work loudly rather than spinning.
-    for (uint64_t id : scheduler_->ids()) {
+    // Load-time sizing guarantees one sequence of maxContext tokens always fits (paused sequences give their
+    // blocks back first), so an empty plan with work left is a bug; end that work loudly rather than spinning.
+    // Paused sequences are not such work: they wait for their consumers.
+    for (uint64_t id : scheduler_->active_ids()) {
       auto s = scheduler_->remove(id);
       vt_step_event ev = finish_event(*s, VT_FINISH_ERROR);
       ev.message = "internal error: the scheduler could not place this request";
@@ -385,14 +404,15 @@ void Engine::step_overlapped(std::vector<vt_step_event> &events) {
   plan.swap(inflight_);
   // The step after it, launched before its picks are read: the same sequences one token further, row for row (its
   // tokens are these picks where the device left them). Only when every sequence goes on: none ended while the step
-  // ran, none ends with this pick whatever it is (length), each has KV room (else the scheduler preempts), and no
-  // request waits to be admitted; otherwise the next step is planned as usual once the picks are in.
+  // ran, none ends with this pick whatever it is (length), each may generate the token after it (else it pauses
+  // for its consumer), each has KV room (else the scheduler preempts), and no request waits to be admitted or to go
+  // on from a pause; otherwise the next step is planned as usual once the picks are in.
   std::vector<ScheduledChunk> next;
-  bool chain = scheduler_->n_waiting() == 0;
+  bool chain = !scheduler_->wants_in();
   for (size_t i = 0; chain && i < plan.size(); ++i) {
     const ScheduledChunk &c = plan[i];
     Sequence &s = *c.seq;
-    chain = !dropped_.count(s.id) && s.n_generated() + 1 < s.max_tokens && c.pos0 + 2 < max_context_ &&
+    chain = !dropped_.count(s.id) && s.n_generated() + 1 < s.max_tokens && s.allows(2) && c.pos0 + 2 < max_context_ &&
             blocks_->grow(s.block_table, int64_t(c.pos0) + 2);
     next.push_back({c.seq, c.pos0 + 1, 1, true});
   }
@@ -476,7 +496,9 @@ void Engine::loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !aborts_.empty() || !scheduler_->idle(); });
+      wake_.wait(lock, [&] {
+        return stopping_ || !inbox_.empty() || !aborts_.empty() || !allowances_.empty() || !scheduler_->idle();
+      });
       if (stopping_) break;
     }
     step();

@@ -32,6 +32,9 @@ class Engine {
   void set_step_callback(vt_step_fn fn, void *user);
   uint64_t submit(const int32_t *tokens, int32_t n, const vt_request_params &p);  // throws vt::Error
   void abort(uint64_t id);
+  // Backpressure: request id may generate n_tokens in all (-1: no limit), then pauses until allowed more
+  // (vt_engine_allow_tokens). Throws vt::Error for n_tokens < -1 or an id never issued.
+  void allow_tokens(uint64_t id, int32_t n_tokens);
   vt_engine_stats stats();
   const vt_model_info &info() const { return info_; }
   vt_memory_report memory();
@@ -46,7 +49,8 @@ class Engine {
   // inflight_; the next step() launches the step after it (the same sequences one token further, their tokens the
   // picks still on the device) before it reads these picks (step_overlapped), so the device runs while the host
   // turns picks into events. dropped_: sequences of inflight_ that ended (length, stop token or abort, their event
-  // already sent) while it ran: their row is ignored and they are removed once it is collected.
+  // already sent) while it ran: their row is ignored and they are removed once it is collected. A sequence whose
+  // consumer allows no token after the one in flight (Sequence::allows) breaks the chain as an ending one does.
   void step_overlapped(std::vector<vt_step_event> &events);
   // Appends a picked token to s and writes it into ev; true when it ends the request (ev.finish set).
   bool accept(Sequence &s, const SampleResult &r, vt_step_event &ev);
@@ -81,11 +85,12 @@ class Engine {
   std::condition_variable wake_;
   std::vector<std::unique_ptr<Sequence>> inbox_;
   std::unordered_set<uint64_t> aborts_;
+  std::vector<std::pair<uint64_t, int32_t>> allowances_;  // (id, tokens allowed), applied in order
   bool stopping_ = false;
   uint64_t next_id_ = 1;
   uint64_t seed_counter_ = 0x9E3779B97F4A7C15ull;
 
-  std::atomic<int32_t> waiting_{0}, running_{0};
+  std::atomic<int32_t> waiting_{0}, running_{0}, paused_{0};
   std::atomic<int64_t> steps_{0}, generated_{0}, preemptions_{0}, blocks_used_{0};
   SamplerScratch sampler_scratch_;
   std::vector<int32_t> counts_scratch_;

@@ -4,6 +4,23 @@
 
 namespace vt {
 
+namespace {
+
+// Moves the sequences of `from` that `pick` chooses to the back of `to`; both keep their order.
+template <typename From, typename Pick>
+void move_if(From &from, std::vector<std::unique_ptr<Sequence>> &to, Pick pick) {
+  for (auto it = from.begin(); it != from.end();) {
+    if (!pick(**it)) {
+      ++it;
+      continue;
+    }
+    to.push_back(std::move(*it));
+    it = from.erase(it);
+  }
+}
+
+}  // namespace
+
 void Scheduler::preempt_newest() {
   std::unique_ptr<Sequence> s = std::move(running_.back());
   running_.pop_back();
@@ -13,7 +30,62 @@ void Scheduler::preempt_newest() {
   ++preemptions_;
 }
 
+void Scheduler::pause_held() {
+  auto held = [](const Sequence &s) { return s.paused(); };
+  move_if(running_, paused_, held);
+  move_if(waiting_, paused_, held);
+}
+
+bool Scheduler::resumable() const {
+  return std::any_of(paused_.begin(), paused_.end(), [](const auto &s) { return !s->paused(); });
+}
+
+void Scheduler::resume_allowed() {
+  for (auto it = paused_.begin(); it != paused_.end();) {
+    Sequence &s = **it;
+    const bool has_kv = !s.block_table.empty();
+    // One that kept its KV waits here for a seat rather than give it up (its blocks stay evictable meanwhile).
+    if (s.paused() || (has_kv && int32_t(running_.size()) >= limits_.max_seqs)) {
+      ++it;
+      continue;
+    }
+    if (has_kv) running_.push_back(std::move(*it));  // goes on where it stopped
+    else waiting_.push_front(std::move(*it));        // its KV was taken back: recomputed, as a preempted one is
+    it = paused_.erase(it);
+  }
+}
+
+int32_t Scheduler::paused_blocks() const {
+  int32_t n = 0;
+  for (const auto &s : paused_) n += int32_t(s->block_table.size());
+  return n;
+}
+
+void Scheduler::evict_paused() {
+  // Those still waiting for their consumer before those allowed to go on (they wait for a seat), and among them
+  // the one that has waited the longest.
+  auto holding = [](bool waits_for_consumer) {
+    return [=](const std::unique_ptr<Sequence> &s) { return !s->block_table.empty() && s->paused() == waits_for_consumer; };
+  };
+  auto it = std::find_if(paused_.begin(), paused_.end(), holding(true));
+  if (it == paused_.end()) it = std::find_if(paused_.begin(), paused_.end(), holding(false));
+  if (it == paused_.end()) return;
+  blocks_.release((*it)->block_table);
+  (*it)->n_computed = 0;
+  ++preemptions_;
+}
+
+bool Scheduler::admit_room(Sequence &s, int64_t n_tokens) {
+  if (blocks_.grow(s.block_table, n_tokens)) return true;
+  const int32_t needed = blocks_.blocks_for(n_tokens) - int32_t(s.block_table.size());
+  if (needed > blocks_.n_free() + paused_blocks()) return false;
+  while (blocks_.n_free() < needed) evict_paused();
+  return blocks_.grow(s.block_table, n_tokens);
+}
+
 std::vector<ScheduledChunk> Scheduler::schedule() {
+  pause_held();
+  resume_allowed();
   std::vector<ScheduledChunk> plan;
   int32_t budget = limits_.max_batch_tokens;
 
@@ -23,8 +95,13 @@ std::vector<ScheduledChunk> Scheduler::schedule() {
     const int32_t n = std::min(s->n_pending(), budget);
     if (n <= 0) { ++i; continue; }
     if (!blocks_.grow(s->block_table, int64_t(s->n_computed) + n)) {
-      // Out of KV blocks: make room by sending the newest sequence back to the queue. If that is this one,
-      // it simply waits; nothing already planned is touched (planned sequences are older).
+      // Out of KV blocks: take back a paused sequence's first (it waits for its consumer anyway).
+      if (paused_blocks() > 0) {
+        evict_paused();
+        continue;
+      }
+      // Else make room by sending the newest sequence back to the queue. If that is this one, it simply waits;
+      // nothing already planned is touched (planned sequences are older).
       const bool self = i + 1 == running_.size();
       preempt_newest();
       if (self) break;
@@ -39,7 +116,7 @@ std::vector<ScheduledChunk> Scheduler::schedule() {
   while (!waiting_.empty() && budget > 0 && int32_t(running_.size()) < limits_.max_seqs) {
     Sequence *s = waiting_.front().get();
     const int32_t n = std::min(s->n_pending(), budget);
-    if (!blocks_.grow(s->block_table, int64_t(s->n_computed) + n)) break;
+    if (!admit_room(*s, int64_t(s->n_computed) + n)) break;
     plan.push_back({s, s->n_computed, n, s->n_computed + n == int32_t(s->tokens.size())});
     budget -= n;
     running_.push_back(std::move(waiting_.front()));
@@ -61,15 +138,32 @@ std::unique_ptr<Sequence> Scheduler::remove(uint64_t id) {
   } else if (auto jt = std::find_if(waiting_.begin(), waiting_.end(), match); jt != waiting_.end()) {
     out = std::move(*jt);
     waiting_.erase(jt);
+  } else if (auto kt = std::find_if(paused_.begin(), paused_.end(), match); kt != paused_.end()) {
+    out = std::move(*kt);
+    paused_.erase(kt);
   }
   if (out) blocks_.release(out->block_table);
   return out;
 }
 
-std::vector<uint64_t> Scheduler::ids() const {
+Sequence *Scheduler::find(uint64_t id) {
+  auto match = [id](const std::unique_ptr<Sequence> &s) { return s->id == id; };
+  if (auto it = std::find_if(running_.begin(), running_.end(), match); it != running_.end()) return it->get();
+  if (auto it = std::find_if(waiting_.begin(), waiting_.end(), match); it != waiting_.end()) return it->get();
+  if (auto it = std::find_if(paused_.begin(), paused_.end(), match); it != paused_.end()) return it->get();
+  return nullptr;
+}
+
+std::vector<uint64_t> Scheduler::active_ids() const {
   std::vector<uint64_t> out;
   for (const auto &s : running_) out.push_back(s->id);
   for (const auto &s : waiting_) out.push_back(s->id);
+  return out;
+}
+
+std::vector<uint64_t> Scheduler::ids() const {
+  std::vector<uint64_t> out = active_ids();
+  for (const auto &s : paused_) out.push_back(s->id);
   return out;
 }
 

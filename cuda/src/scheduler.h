@@ -2,6 +2,12 @@
 // what every running sequence runs next (one decode token, or the next chunk of its prompt) and admits
 // waiting sequences in arrival order. When the KV pool runs dry it preempts the newest running sequence:
 // its blocks go back to the pool and it waits again, to be recomputed from its tokens (nothing is lost).
+//
+// Backpressure: a sequence that has generated every token its consumer allowed (Sequence::paused) leaves the
+// batch for the paused list. It gives up its seat but keeps its KV blocks, so it goes on where it stopped once
+// its consumer allows more. A paused sequence's blocks are the first taken back when the pool runs dry (for a
+// running sequence or to admit a waiting one), before any running sequence is preempted; it is then recomputed
+// when it goes on.
 #pragma once
 
 #include <cstdint>
@@ -41,19 +47,37 @@ class Scheduler {
   // Removes a sequence (finished or aborted) wherever it is and frees its blocks.
   std::unique_ptr<Sequence> remove(uint64_t id);
 
-  bool idle() const { return waiting_.empty() && running_.empty(); }
+  // The sequence, wherever it is (waiting, running or paused); null when unknown.
+  Sequence *find(uint64_t id);
+
+  // Nothing to schedule: no waiting or running sequence and no paused one allowed to go on (paused ones that wait
+  // for their consumer leave the step thread asleep).
+  bool idle() const { return waiting_.empty() && running_.empty() && !resumable(); }
+  // A sequence outside the batch is ready to join it: one waits, or a paused one was allowed to go on.
+  bool wants_in() const { return !waiting_.empty() || resumable(); }
   int32_t n_waiting() const { return int32_t(waiting_.size()); }
   int32_t n_running() const { return int32_t(running_.size()); }
+  int32_t n_paused() const { return int32_t(paused_.size()); }
   int64_t preemptions() const { return preemptions_; }
-  std::vector<uint64_t> ids() const;
+  std::vector<uint64_t> ids() const;           // every sequence, paused ones included
+  std::vector<uint64_t> active_ids() const;    // waiting and running ones
 
  private:
   void preempt_newest();
+  void pause_held();      // running and waiting sequences that have generated all they were allowed → paused_
+  void resume_allowed();  // paused sequences allowed to go on → running_ (with their blocks) or waiting_ (without)
+  // Extends a waiting sequence's block table to n_tokens positions, taking back paused sequences' blocks when the
+  // pool is short and theirs are enough (else it takes none: they keep their KV, and the sequence waits).
+  bool admit_room(Sequence &s, int64_t n_tokens);
+  void evict_paused();    // frees one paused sequence's blocks (it is recomputed when it goes on)
+  int32_t paused_blocks() const;
+  bool resumable() const;
 
   SchedulerLimits limits_;
   BlockManager &blocks_;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // arrival order: index 0 is the oldest
+  std::vector<std::unique_ptr<Sequence>> paused_;   // pause order: index 0 has waited for its consumer the longest
   int64_t preemptions_ = 0;
 };
 

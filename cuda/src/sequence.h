@@ -1,5 +1,5 @@
 // One request as the engine sees it: its tokens (prompt, then what it generated), how many of them already
-// have KV in the cache, its block table and its sampling state.
+// have KV in the cache, its block table, its sampling state and how far its consumer lets it run ahead.
 #pragma once
 
 #include <chrono>
@@ -24,9 +24,15 @@ struct Sequence {
   Rng rng;
   bool prompt_logprobs = false;     // teacher forcing: report logprobs of prompt tokens 1 .. n_prompt-1
   int32_t prompt_logprobs_done = 1; // next prompt index to report (survives preemption, so none is sent twice)
+  // Backpressure (vt_engine_allow_tokens): the most tokens it may generate in all before it pauses until its
+  // consumer allows more; -1 = no limit. Set on the step thread only.
+  int32_t allowed_tokens = -1;
 
   int32_t n_generated() const { return int32_t(tokens.size()) - n_prompt; }
   int32_t n_pending() const { return int32_t(tokens.size()) - n_computed; }  // tokens still to run
+  // Whether its consumer lets it generate n more tokens (a chained step asks for 2: the one in flight, the next).
+  bool allows(int32_t n) const { return allowed_tokens < 0 || int64_t(n_generated()) + n <= allowed_tokens; }
+  bool paused() const { return !allows(1); }  // generated all it was allowed: it waits for its consumer
 };
 
 }  // namespace vt

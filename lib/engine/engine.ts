@@ -8,11 +8,13 @@ import type { ChatMessage, ChatTemplateOptions } from '../chat/template.js';
 import { AbortError, DisposedError, InternalError, InvalidOptionError, NoTokenizerError, fromNativeError } from '../errors.js';
 import { Generation, type GenerationInit } from '../generation/generation.js';
 import {
+  DEFAULT_HIGH_WATER_MARK,
   type GenerateInput,
   type GenerateOptions,
   inputForm,
   validateGenerateInput,
   validateGenerateOptions,
+  validateHighWaterMark,
   validateTextOptions,
 } from '../generation/options.js';
 import { TextLayer } from '../tokenizer/text-layer.js';
@@ -71,6 +73,8 @@ export class Engine implements AsyncDisposable {
   readonly #text: TextLayer | undefined;
   /** Generations the engine has not finished yet, by native request id. */
   readonly #live = new Map<number, Generation>();
+  /** Live generations paused for readers that stopped reading (backpressure). */
+  #pausedForReaders = 0;
   /** Memory trackers not stopped yet; dispose() stops them. */
   readonly #trackers = new Set<MemoryTracker>();
   #disposed = false;
@@ -335,17 +339,24 @@ export class Engine implements AsyncDisposable {
     if (form.form !== 'tokens' || stop.length > 0) this.#textLayer(form.form === 'tokens' ? 'generate() with stop strings' : 'generate()');
     const tokens = form.form === 'tokens' ? validateGenerateInput(input, limits) : this.#text!.promptIds(form, limits);
     params.stopTokenIds ??= [...this.modelInfo.eosTokenIds];
-    const init: Omit<GenerationInit, 'requestAbort' | 'submittedAt'> = {
+    const init: Omit<GenerationInit, 'requestAbort' | 'allowTokens' | 'readerPaused' | 'submittedAt'> = {
       promptTokens: tokens.length,
       logprobs: params.logprobs > 0,
       eosTokenIds: this.modelInfo.eosTokenIds,
       signal: options?.signal,
       startedAt,
       text: this.#text?.textOutput(stop, skipSpecialTokens),
+      highWaterMark: validateHighWaterMark(options),
     };
     if (options?.signal?.aborted) {
       // Aborted before it started: the same outcome as any abort (an empty result), without touching the engine.
-      const gen = new Generation({ ...init, submittedAt: startedAt, requestAbort: () => {} });
+      const gen = new Generation({
+        ...init,
+        submittedAt: startedAt,
+        requestAbort: () => {},
+        allowTokens: () => {},
+        readerPaused: () => {},
+      });
       queueMicrotask(() => gen._abandon());
       return gen;
     }
@@ -355,7 +366,13 @@ export class Engine implements AsyncDisposable {
     } catch (err) {
       throw fromNativeError(err);
     }
-    const gen = new Generation({ ...init, submittedAt: performance.now(), requestAbort: () => this.#abort(id) });
+    const gen = new Generation({
+      ...init,
+      submittedAt: performance.now(),
+      requestAbort: () => this.#abort(id),
+      allowTokens: (n) => this.#allowTokens(id, n),
+      readerPaused: (paused) => this.#readerPaused(paused),
+    });
     this.#live.set(id, gen);
     return gen;
   }
@@ -391,7 +408,8 @@ export class Engine implements AsyncDisposable {
     const now = performance.now();
     const gen = new Generation({
       promptTokens: tokens.length, logprobs: false, eosTokenIds: [], startedAt: now, submittedAt: now,
-      requestAbort: () => this.#abort(id),
+      requestAbort: () => this.#abort(id), allowTokens: () => {}, highWaterMark: DEFAULT_HIGH_WATER_MARK,
+      readerPaused: () => {},
     });
     this.#live.set(id, gen);
     const result = await gen;
@@ -512,6 +530,17 @@ export class Engine implements AsyncDisposable {
 
   #abort(id: number): void {
     if (!this.#disposed && this.#live.has(id)) this.#native.abort(id);
+  }
+
+  /** Backpressure: request `id` may generate `tokens` in all, then pauses until its reader allows more. */
+  #allowTokens(id: number, tokens: number): void {
+    if (!this.#disposed && this.#live.has(id)) this.#native.allowTokens(id, tokens);
+  }
+
+  /** A generation starts or stops waiting on its reader alone; the engine holds the process only for the others. */
+  #readerPaused(paused: boolean): void {
+    this.#pausedForReaders += paused ? 1 : -1;
+    if (!this.#disposed) this.#native.setPausedRequests(this.#pausedForReaders);
   }
 
   #textLayer(method: string): TextLayer {

@@ -52,11 +52,19 @@ export interface EngineStats {
   requestsWaiting: number;
   /** Requests being prefilled or decoded. */
   requestsRunning: number;
+  /**
+   * Requests paused because their reader fell behind: a `for await` loop (or other reader of a generation's
+   * iterator) that stopped taking chunks. They hold no seat in the batch and resume when read.
+   */
+  requestsPaused: number;
   /** Engine steps run since load. */
   steps: number;
   /** Tokens generated since load, over all requests. */
   tokensGenerated: number;
-  /** Times a running request was preempted to free KV blocks. */
+  /**
+   * Times KV blocks were taken back from a request to make room: a paused request's (it is recomputed when its
+   * reader catches up), or else the newest running one's (it is requeued and recomputed).
+   */
   preemptions: number;
 }
 
@@ -90,6 +98,7 @@ export function toEngineStats(stats: NativeStats): EngineStats {
     kvCacheBytes: stats.kvCacheBytes,
     requestsWaiting: stats.requestsWaiting,
     requestsRunning: stats.requestsRunning,
+    requestsPaused: stats.requestsPaused,
     steps: stats.steps,
     tokensGenerated: stats.tokensGenerated,
     preemptions: stats.preemptions,

@@ -5,6 +5,7 @@
 import { EventEmitter } from 'eventemitter3';
 import { type EngineError, InternalError, InvalidOptionError } from '../errors.js';
 import { NativeFinish, type NativeStepEvent } from '../native/addon.js';
+import { INT32_MAX } from '../validation.js';
 import type { FinishReason, GenerationChunk, GenerationResult, GenerationUsage, TokenLogprob } from './result.js';
 import type { TextOutput } from './text-output.js';
 
@@ -28,6 +29,15 @@ export interface GenerationInit {
   eosTokenIds: readonly number[];
   /** Asks the engine to end the request; the engine answers with an Abort finish event. */
   requestAbort: () => void;
+  /** Backpressure: lets the request generate `tokens` tokens in all, after which the engine pauses it. */
+  allowTokens: (tokens: number) => void;
+  /** How many tokens the engine may generate ahead of the iterator's reader (GenerateOptions.highWaterMark). */
+  highWaterMark: number;
+  /**
+   * The request is now paused for its reader (every token allowed has arrived, none is due), or no longer: such a
+   * request waits on JS alone, so it must not keep the process alive.
+   */
+  readerPaused: (paused: boolean) => void;
   /** The text side (detokenizer and stop strings), when the engine has a tokenizer. */
   text?: TextOutput;
   signal?: AbortSignal;
@@ -57,8 +67,13 @@ const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
  * and the iterator ends normally. A failure of the engine rejects the promise with an {@link EngineError}, makes the
  * iterator throw it (after the chunks that came before it) and emits `'error'`.
  *
- * Chunks wait in memory until the iterator takes them; a consumer slower than the engine makes the buffer grow.
- * Pausing a slow consumer's own request in the engine (backpressure) is future work.
+ * Chunks wait in memory until the iterator takes them, but not without bound: from the moment the iterator is taken,
+ * the engine generates at most `highWaterMark` tokens (default 256, an option of `generate()`) ahead of what the
+ * iterator has taken. A loop that stops reading pauses its own request in the engine, not the others, and holds at
+ * most that many unread chunks (one token each, plus the last, text-only chunk some generations end with); it
+ * resumes when the loop has taken all but a quarter of them, and nothing is lost or repeated. While it is paused
+ * its promise and its `'token'` events wait too. A generation nobody iterates is never paused: awaiting it or
+ * listening to `'token'` takes every token as it comes (the chunks are still kept for a loop that starts later).
  *
  * @example
  * ```ts
@@ -88,6 +103,11 @@ export class Generation
   #iterated = false;
   #iteratorClosed = false;
   #errorDelivered = false;
+  // Backpressure: tokens the iterator has taken, and how many the engine may generate in all (undefined, meaning no
+  // limit, until the iterator is taken).
+  #tokensRead = 0;
+  #allowed: number | undefined;
+  #pausedForReader = false;
 
   /** @internal Created by the engine only. */
   constructor(init: GenerationInit) {
@@ -112,6 +132,7 @@ export class Generation
   abort(): void {
     if (this.#outcome || this.#abortRequested) return;
     this.#abortRequested = true;
+    this.#checkPause(); // its abort event is now due
     this.#init.requestAbort();
   }
 
@@ -157,6 +178,7 @@ export class Generation
       );
     }
     this.#iterated = true;
+    if (!this.#outcome) this.#allowMore(); // from now on, the loop sets the pace
     return {
       next: () => this.#next(),
       return: () => {
@@ -174,6 +196,7 @@ export class Generation
     const finishing = event.finish !== NativeFinish.None;
     if (event.token >= 0) this.#addToken(event, finishing);
     if (finishing && !this.#outcome) this.#finish(event);
+    this.#checkPause();
   }
 
   /** @internal Teacher-forced logprobs of prompt tokens 1.., when the request asked for them (Engine.score). */
@@ -222,8 +245,10 @@ export class Generation
   #deliver(chunk: GenerationChunk): void {
     if (!this.#iteratorClosed) {
       const waiter = this.#waiters.shift();
-      if (waiter) waiter.resolve({ done: false, value: chunk });
-      else this.#queue.push(chunk);
+      if (waiter) {
+        this.#taken(chunk);
+        waiter.resolve({ done: false, value: chunk });
+      } else this.#queue.push(chunk);
     }
     emitSafely(() => this.emit('token', chunk));
   }
@@ -278,6 +303,7 @@ export class Generation
 
   #settle(outcome: Outcome): void {
     this.#outcome = outcome;
+    this.#checkPause();
     this.#init.signal?.removeEventListener('abort', this.#onSignalAbort);
     // Waiters exist only while the queue is empty: the first one gets the error, if any; all end.
     for (const waiter of this.#waiters.splice(0)) {
@@ -290,7 +316,10 @@ export class Generation
 
   #next(): Promise<IteratorResult<GenerationChunk>> {
     const chunk = this.#queue.shift();
-    if (chunk) return Promise.resolve({ done: false, value: chunk });
+    if (chunk) {
+      this.#taken(chunk);
+      return Promise.resolve({ done: false, value: chunk });
+    }
     if (this.#iteratorClosed) return Promise.resolve(DONE);
     const outcome = this.#outcome;
     if (outcome) {
@@ -301,6 +330,37 @@ export class Generation
       return Promise.resolve(DONE);
     }
     return new Promise((resolve, reject) => this.#waiters.push({ resolve, reject }));
+  }
+
+  /**
+   * Counts a chunk the iterator took. Once the engine's lead over the reader is down to a quarter of the high-water
+   * mark, it may run a whole high-water mark ahead again: one native call per three quarters of it read, and a
+   * reader that keeps up never finds the request paused.
+   */
+  #taken(chunk: GenerationChunk): void {
+    this.#tokensRead += chunk.tokenIds.length;
+    const allowed = this.#allowed;
+    if (allowed === undefined || this.#outcome) return;
+    if (allowed - this.#tokensRead <= Math.floor(this.#init.highWaterMark / 4)) this.#allowMore();
+  }
+
+  /** Lets the engine generate up to a high-water mark past what the iterator has taken. */
+  #allowMore(): void {
+    this.#allowed = Math.min(this.#tokensRead + this.#init.highWaterMark, INT32_MAX);
+    this.#init.allowTokens(this.#allowed);
+    this.#checkPause();
+  }
+
+  /**
+   * Tells the engine when the request starts or stops waiting on its reader alone: every token it was allowed has
+   * arrived, and no event is due (no abort asked, not ended).
+   */
+  #checkPause(): void {
+    const allowed = this.#allowed;
+    const paused = allowed !== undefined && this.#tokenIds.length >= allowed && !this.#outcome && !this.#abortRequested;
+    if (paused === this.#pausedForReader) return;
+    this.#pausedForReader = paused;
+    this.#init.readerPaused(paused);
   }
 
   #closeIterator(): void {

@@ -109,6 +109,16 @@ export interface GenerateOptions {
   logitBias?: Readonly<Record<number, number>>;
   /** Aborting it ends the generation as `abort()` does: the result resolves with the tokens so far. */
   signal?: AbortSignal;
+  /**
+   * Backpressure: how many tokens the engine may generate ahead of the generation's iterator (a `for await` loop,
+   * or a stream made from it), an integer of 1 or more. Default 256. When that many wait unread, the request pauses
+   * in the engine, which goes on with the other requests at full speed; it resumes once the reader has taken all
+   * but a quarter of them. So a reader that stops reading holds at most `highWaterMark` unread chunks in memory
+   * (one token each, plus the last, text-only chunk some generations end with). The pace is the iterator's only
+   * from the moment it is taken: a generation that is awaited, or followed through `'token'` events, is never
+   * paused.
+   */
+  highWaterMark?: number;
 }
 
 /** What the validators know of the loaded model; unknown limits are left to the native checks. @internal */
@@ -123,6 +133,8 @@ const MAX_STOP_IDS = 16;
 const MAX_LOGPROBS = 20;
 /** How many stop strings a generation may have. */
 const MAX_STOP_STRINGS = 16;
+/** The default of `highWaterMark`: tokens the engine may generate ahead of a generation's iterator. */
+export const DEFAULT_HIGH_WATER_MARK = 256;
 
 const KNOWN_KEYS: readonly (keyof GenerateOptions)[] = [
   'maxTokens',
@@ -140,6 +152,7 @@ const KNOWN_KEYS: readonly (keyof GenerateOptions)[] = [
   'frequencyPenalty',
   'logitBias',
   'signal',
+  'highWaterMark',
 ];
 
 /**
@@ -178,6 +191,7 @@ export function validateGenerateOptions(options: unknown, limits: ModelLimits = 
   const o = optionsRecord(options, 'generate() options');
   rejectUnknownKeys(o, KNOWN_KEYS, 'generate()');
   signalOption('signal', o.signal);
+  validateHighWaterMark(o);
   const params: NativeRequestParams = {
     maxTokens: integerOption('maxTokens', o.maxTokens, 1, INT32_MAX) ?? 256,
     temperature: numberOption('temperature', o.temperature, 'of 0 or more (0 = greedy)', (n) => n >= 0) ?? 0,
@@ -229,6 +243,16 @@ export function validateTextOptions(options: unknown): { stop: string[]; skipSpe
     });
   }
   return { stop: stop === undefined ? [] : [...(stop as string[])], skipSpecialTokens: skip ?? true };
+}
+
+/**
+ * The `highWaterMark` of `generate()` (it acts in TS, on the generation's iterator), with its default.
+ * @throws InvalidOptionError unless it is an integer from 1 to 2^31 - 1.
+ * @internal
+ */
+export function validateHighWaterMark(options: unknown): number {
+  const o = optionsRecord(options, 'generate() options');
+  return integerOption('highWaterMark', o.highWaterMark, 1, INT32_MAX) ?? DEFAULT_HIGH_WATER_MARK;
 }
 
 /** logitBias as the native [id, bias] pairs, in ascending id order. */

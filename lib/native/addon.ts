@@ -98,6 +98,7 @@ export interface NativeStats {
   kvCacheBytes: number;
   requestsWaiting: number;
   requestsRunning: number;
+  requestsPaused: number;
   steps: number;
   tokensGenerated: number;
   preemptions: number;
@@ -187,6 +188,16 @@ export interface NativeEngine {
   /** Queues a request; returns its id. Throws synchronously on invalid input. */
   submit(tokens: Int32Array, params: NativeRequestParams): number;
   abort(id: number): void;
+  /**
+   * Backpressure: the request may generate `tokens` tokens in all (-1: no limit), then pauses until allowed more
+   * (vt_engine_allow_tokens). Throws (code ERR_INVALID_OPTION) for an id the engine never issued.
+   */
+  allowTokens(id: number, tokens: number): void;
+  /**
+   * How many requests in flight are paused for readers that stopped reading: they wait on JS alone, so the engine
+   * does not keep the process alive for them.
+   */
+  setPausedRequests(n: number): void;
   stats(): NativeStats;
   memory(): NativeMemory;
   /** Ends every live request (each gets an Abort event), joins the step thread, frees the model. */

@@ -9,8 +9,8 @@ import type { ApiError } from './api-error.js';
 
 /**
  * The event stream of one response. A write waits while the socket's buffer is full, so unsent bytes do not pile up
- * for a client that reads slowly; its tokens wait in its Generation's queue meanwhile (unbounded for now: pausing a
- * slow consumer's request in the engine is future work, see Generation).
+ * for a client that reads slowly; its tokens wait in its Generation's queue meanwhile, at most the generation's
+ * `highWaterMark` (256) of them: its request then pauses in the engine until the client catches up (see Generation).
  * @internal
  */
 export class EventStream {

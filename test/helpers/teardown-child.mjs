@@ -58,6 +58,14 @@ const scenarios = {
     await Promise.all([a.generate(prompt, { maxTokens: 4 }), b.generate(prompt, { maxTokens: 4 })]);
     ending();
   },
+  // A stream read in part, then forgotten: its request pauses for the reader that stopped (backpressure), and a
+  // request that waits on JS alone must not keep the process alive.
+  'half-read-stream': async () => {
+    const engine = await Engine.load(dir, opts);
+    const gen = engine.generate(prompt, { ...long, maxTokens: engine.modelInfo.maxContext - 3, highWaterMark: 16 });
+    await gen[Symbol.asyncIterator]().next();
+    ending();
+  },
   // process.exit() and throws, at each stage.
   'exit-after-load': async () => {
     await Engine.load(dir, opts);

@@ -17,6 +17,7 @@ export const MATRIX = [
   ['after-load', 0],
   ['after-generate', 0],
   ['two-engines', 0],
+  ['half-read-stream', 0],
   ['exit-after-load', 7],
   ['exit-mid-generation', 0],
   ['exit-mid-generation-two-engines', 0],

@@ -1,15 +1,18 @@
 // The engine's whole life through the C API, several times over, on the packaged default model (models/default,
-// on the CPU): load, concurrent requests with aborts, free with requests still in flight, load again. It checks
+// on the CPU): load, concurrent requests with aborts and a pause (vt_engine_allow_tokens), free with requests still
+// in flight (a paused one among them), load again. It checks
 // that every request ends exactly once, and that the heap holds no more after the later cycles than after the
 // second one: a leak, or a cache that grows with each engine, fails it. scripts/sanitize.sh runs it under ASan,
 // where LeakSanitizer also checks the process at exit and the live bytes come from ASan's own allocator.
 #include <malloc.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "check.h"
@@ -107,6 +110,13 @@ void cycle(int index, bool free_in_flight) {
   }
   vt_engine_abort(e, ids[1]);  // at once, probably before its first step
   vt_engine_abort(e, 1u << 30);  // an id that never was: ignored
+  // Backpressure: request 5 may generate one token, then pauses. Bad calls are refused; a finished id is not an error.
+  CHECK(vt_engine_allow_tokens(e, ids[5], 1, err, sizeof err) == VT_OK);
+  CHECK(vt_engine_allow_tokens(e, ids[5], -2, err, sizeof err) == VT_ERR_INVALID_OPTION);
+  CHECK(vt_engine_allow_tokens(e, 1u << 30, 1, err, sizeof err) == VT_ERR_INVALID_OPTION);
+  CHECK(vt_engine_allow_tokens(e, 0, 1, err, sizeof err) == VT_ERR_INVALID_OPTION);
+  CHECK(vt_engine_allow_tokens(nullptr, ids[5], 1, err, sizeof err) == VT_ERR_INVALID_OPTION);
+  CHECK(vt_engine_allow_tokens(e, ids[1], 3, err, sizeof err) == VT_OK);  // aborted above
   if (!free_in_flight) {
     {
       std::unique_lock<std::mutex> lock(r.mu);
@@ -114,6 +124,22 @@ void cycle(int index, bool free_in_flight) {
       r.cv.wait(lock, [&] { return r.tokens[ids[2]] > 0 || r.finishes[ids[2]] > 0; });
     }
     vt_engine_abort(e, ids[4]);
+    // Request 5 stops at its one token (unless that token ended it) and waits, holding its KV, until allowed more.
+    auto ended5 = [&] {
+      std::lock_guard<std::mutex> lock(r.mu);
+      return r.finishes[ids[5]] > 0;
+    };
+    vt_engine_stats st{};
+    while (vt_engine_stats_get(e, &st) == VT_OK && st.requests_paused == 0 && !ended5())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!ended5()) {
+      {
+        std::lock_guard<std::mutex> lock(r.mu);
+        CHECK(r.tokens[ids[5]] == 1);
+      }
+      CHECK(st.requests_paused == 1 && st.kv_blocks_used > 0);
+      CHECK(vt_engine_allow_tokens(e, ids[5], -1, err, sizeof err) == VT_OK);
+    }
     std::unique_lock<std::mutex> lock(r.mu);
     r.cv.wait(lock, [&] { return r.open == 0; });
   }

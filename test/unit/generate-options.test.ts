@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ContextOverflowError, InvalidOptionError } from '../../lib/errors.js';
-import { validateGenerateInput, validateGenerateOptions } from '../../lib/generation/options.js';
+import { validateGenerateInput, validateGenerateOptions, validateHighWaterMark } from '../../lib/generation/options.js';
 
 const DEFAULTS = { maxTokens: 256, temperature: 0, topK: 0, topP: 1, minP: 0, logprobs: 0 };
 
@@ -113,6 +113,25 @@ describe('validateGenerateOptions', () => {
   it('checks stop ids against the vocabulary when it is known', () => {
     expect(validateGenerateOptions({ stopTokenIds: [99] }, { vocabSize: 100 }).stopTokenIds).toStrictEqual([99]);
     expect(rejection(() => validateGenerateOptions({ stopTokenIds: [100] }, { vocabSize: 100 })).message).toMatch(/0 to 99/);
+  });
+});
+
+describe('validateHighWaterMark', () => {
+  it('defaults to 256 tokens and takes any integer from 1 to 2^31 - 1; it is not a native field', () => {
+    expect(validateHighWaterMark(undefined)).toBe(256);
+    expect(validateHighWaterMark({})).toBe(256);
+    expect(validateHighWaterMark({ highWaterMark: 1 })).toBe(1);
+    expect(validateHighWaterMark({ highWaterMark: 2 ** 31 - 1 })).toBe(2 ** 31 - 1);
+    expect(validateGenerateOptions({ highWaterMark: 16 })).toStrictEqual(DEFAULTS);
+  });
+
+  it('rejects anything else, from generate()\'s own validator too, naming the option and the value', () => {
+    for (const highWaterMark of [0, -1, 1.5, '8', Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31, null]) {
+      const err = rejection(() => validateHighWaterMark({ highWaterMark }));
+      expect(err.code).toBe('ERR_INVALID_OPTION');
+      expect(err.message).toMatch(/"highWaterMark" must be an integer from 1 to 2147483647, got/);
+      rejection(() => validateGenerateOptions({ highWaterMark }));
+    }
   });
 });
 

@@ -6,20 +6,25 @@ import { NativeFinish, type NativeStepEvent } from '../../lib/native/addon.js';
 
 const EOS = 2;
 
-/** A Generation as the engine would create it, with a spy in place of the native abort. */
+/** A Generation as the engine would create it, with spies in place of the native abort and backpressure calls. */
 function makeGeneration(init: Partial<GenerationInit> = {}) {
   const requestAbort = vi.fn();
+  const allowTokens = vi.fn();
+  const readerPaused = vi.fn();
   const now = performance.now();
   const gen = new Generation({
     promptTokens: 3,
     logprobs: false,
     eosTokenIds: [EOS],
     requestAbort,
+    allowTokens,
+    highWaterMark: 256,
+    readerPaused,
     startedAt: now,
     submittedAt: now,
     ...init,
   });
-  return { gen, requestAbort };
+  return { gen, requestAbort, allowTokens, readerPaused };
 }
 
 const token = (id: number, extra: Partial<NativeStepEvent> = {}): NativeStepEvent => ({
@@ -327,5 +332,66 @@ describe('Generation: engine errors', () => {
       process.removeAllListeners('uncaughtException');
       for (const listener of original) process.on('uncaughtException', listener);
     }
+  });
+});
+
+describe('Generation: backpressure', () => {
+  // The engine side is a spy here: allowTokens(n) is what the request may generate in all; the engine would send no
+  // token past it. test/golden/backpressure.test.ts runs the real engine.
+  it('only a taken iterator limits the request: awaiting and token listeners never pause it', async () => {
+    const { gen, allowTokens, readerPaused } = makeGeneration({ highWaterMark: 4 });
+    const seen: number[] = [];
+    gen.on('token', (c) => seen.push(...c.tokenIds));
+    for (let i = 0; i < 50; ++i) gen._push(token(100 + i));
+    gen._push(token(150, { finish: NativeFinish.Length }));
+    expect((await gen).tokenIds).toHaveLength(51);
+    expect(seen).toHaveLength(51);
+    expect(allowTokens).not.toHaveBeenCalled();
+    expect(readerPaused).not.toHaveBeenCalled();
+  });
+
+  it('the iterator lets the engine run a high-water mark ahead, and more each time all but a quarter is read', async () => {
+    const { gen, allowTokens, readerPaused } = makeGeneration({ highWaterMark: 8 });
+    const reader = gen[Symbol.asyncIterator]();
+    expect(allowTokens.mock.calls).toStrictEqual([[8]]);
+    for (let i = 0; i < 8; ++i) gen._push(token(i));
+    expect(readerPaused.mock.calls).toStrictEqual([[true]]); // every token allowed has come: it waits on the reader
+    const read: number[] = [];
+    for (let i = 0; i < 5; ++i) read.push(...((await reader.next()).value as GenerationChunk).tokenIds);
+    expect(allowTokens.mock.calls).toStrictEqual([[8]]); // 3 ahead: more than a quarter of 8
+    read.push(...((await reader.next()).value as GenerationChunk).tokenIds);
+    expect(allowTokens.mock.calls).toStrictEqual([[8], [14]]); // 2 ahead: 6 read + 8
+    expect(readerPaused.mock.calls).toStrictEqual([[true], [false]]);
+    for (let i = 0; i < 2; ++i) read.push(...((await reader.next()).value as GenerationChunk).tokenIds);
+    // A reader that waits takes each chunk as it comes: it is counted as read at once.
+    const waiting = reader.next();
+    gen._push(token(8));
+    read.push(...((await waiting).value as GenerationChunk).tokenIds);
+    expect(read).toStrictEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    for (let i = 9; i < 14; ++i) gen._push(token(i));
+    expect(readerPaused).toHaveBeenCalledTimes(3); // 14 delivered, 14 allowed
+    gen.abort();
+    expect(readerPaused.mock.calls.at(-1)).toStrictEqual([false]); // its abort event is due: not paused any more
+    gen._push(finish(NativeFinish.Abort));
+    const rest: number[] = [];
+    for (let r = await reader.next(); !r.done; r = await reader.next()) rest.push(...r.value.tokenIds);
+    expect(rest).toStrictEqual([9, 10, 11, 12, 13]); // none lost, none twice
+    expect(allowTokens).toHaveBeenCalledTimes(2); // nothing more allowed once it has ended
+  });
+
+  it('chunks buffered before the iterator count against it: the engine is held until they are read', () => {
+    const { gen, allowTokens, readerPaused } = makeGeneration({ highWaterMark: 4 });
+    for (let i = 0; i < 10; ++i) gen._push(token(i));
+    gen[Symbol.asyncIterator]();
+    expect(allowTokens.mock.calls).toStrictEqual([[4]]);
+    expect(readerPaused.mock.calls).toStrictEqual([[true]]);
+  });
+
+  it('an iterator taken after the end allows nothing', async () => {
+    const { gen, allowTokens } = makeGeneration({ highWaterMark: 4 });
+    gen._push(token(1, { finish: NativeFinish.Length }));
+    await gen;
+    expect(await collect(gen)).toStrictEqual([1]);
+    expect(allowTokens).not.toHaveBeenCalled();
   });
 });

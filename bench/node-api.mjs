@@ -1,0 +1,118 @@
+// Issue 22's measure of the Node API against the engine: N concurrent streamed requests through the public API
+// (`engine.generate(...)` read with `for await`, as a server would), on the workload bench/cuda-engine.cpp times
+// through the C ABI (bench_cuda_engine --only decode): N prompts of 128 ids below 1000 (the same splitmix64 ids),
+// 256 new tokens each, greedy, EOS ignored, the engine configured as that benchmark configures it (maxContext 8448,
+// maxSeqs 128, maxBatchTokens 8192, a KV pool for 128 such requests). tok/s is the same steady-state figure: tokens
+// that arrived after the last request's first token, over the time from then to the last request's end. Meanwhile
+// a 1 ms setInterval records how late each tick ran: the event loop's responsiveness (p50/p99/max of the delay).
+//
+//   npm run build:all && node bench/node-api.mjs --model DIR [--device cuda] [--batches 1,8,32,128] [--runs 3]
+//                                                [--json FILE] [--c-abi FILE]
+//
+// --c-abi FILE: bench_cuda_engine's JSON from the same machine and checkpoint; the table gains its column and the
+// Node / C ABI ratio. Medians of --runs runs after one warm-up per batch size.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+
+import { Engine } from '../dist/index.js';
+
+const { values: opt } = parseArgs({
+  options: {
+    model: { type: 'string' },
+    device: { type: 'string', default: 'cuda' },
+    batches: { type: 'string', default: '1,8,32,128' },
+    runs: { type: 'string', default: '3' },
+    json: { type: 'string' },
+    'c-abi': { type: 'string' },
+    'max-context': { type: 'string' },  // (a smaller model's limit; the C ABI benchmark's is 8448)
+  },
+});
+if (!opt.model) {
+  console.error('usage: node bench/node-api.mjs --model DIR [--device cuda] [--batches 1,8,32,128] [--runs 3]');
+  process.exit(64);
+}
+const batches = opt.batches.split(',').map(Number);
+const runs = Math.max(1, Number(opt.runs));
+const kPrompt = 128, kNew = 256, kSeed = 1n;  // bench/cuda-engine.cpp's kPrompt, kNew, kSeed
+
+// splitmix64, as bench/cuda-engine.cpp's prompt_ids.
+const M64 = (1n << 64n) - 1n;
+function mix(x) {
+  x = (x + 0x9e3779b97f4a7c15n) & M64;
+  x = ((x ^ (x >> 30n)) * 0xbf58476d1ce4e5b9n) & M64;
+  x = ((x ^ (x >> 27n)) * 0x94d049bb133111ebn) & M64;
+  return x ^ (x >> 31n);
+}
+const promptIds = (r, n) => Array.from({ length: n }, (_, i) => Number(mix((kSeed << 32n) + (BigInt(r) << 16n) + BigInt(i)) % 1000n));
+
+const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
+const pct = (v, p) => [...v].sort((a, b) => a - b)[Math.min(v.length - 1, Math.floor((v.length * p) / 100))];
+
+// The engine as bench_cuda_engine sets it up for its default workload.
+const maxSeqs = Math.max(128, ...batches), maxContext = Number(opt['max-context'] ?? 8192 + kNew);
+const base = { device: opt.device, maxContext, maxSeqs, maxBatchTokens: Math.min(8192, maxContext) };
+const est = await Engine.estimate(opt.model, base);
+const perSeq = (Math.ceil((kPrompt + kNew) / 16) + 1) * 16;
+const kvTokens = Math.max(maxSeqs * perSeq, Math.ceil(maxContext / 16) * 16);
+const engine = await Engine.load(opt.model, { ...base, kvCacheBytes: kvTokens * est.kvCache.bytesPerToken });
+
+// One batch: N streams read concurrently; per request the time of its first and last token, and every chunk's time.
+async function batch(n, maxTokens) {
+  const arrivals = [];
+  const firsts = [], lasts = [];
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: n }, async (_, r) => {
+    const gen = engine.generate({ tokens: promptIds(r, kPrompt) }, { maxTokens, temperature: 0, stopTokenIds: [] });
+    let first = 0, last = 0;
+    for await (const chunk of gen) {
+      const t = performance.now();
+      const k = chunk.tokenIds.length;
+      if (!first) first = t;
+      last = t;
+      arrivals.push([t, k]);
+    }
+    firsts.push(first), lasts.push(last);
+  }));
+  const lastFirst = Math.max(...firsts), lastFinal = Math.max(...lasts);
+  const steady = arrivals.reduce((s, [t, k]) => s + (t > lastFirst ? k : 0), 0);
+  return { tokS: (steady / (lastFinal - lastFirst)) * 1e3, e2e: ((n * maxTokens) / (lastFinal - t0)) * 1e3 };
+}
+
+// How late a 1 ms interval's ticks run while `work` does.
+async function withLoopDelay(work) {
+  const delays = [];
+  let prev = performance.now();
+  const timer = setInterval(() => {
+    const t = performance.now();
+    delays.push(Math.max(0, t - prev - 1));
+    prev = t;
+  }, 1);
+  try {
+    return { result: await work(), delays };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+const cAbi = opt['c-abi'] ? JSON.parse(readFileSync(opt['c-abi'], 'utf8')) : null;
+const rows = [];
+for (const n of batches) {
+  await batch(n, 16);  // warm-up (graph buckets, caches)
+  const tok = [], e2e = [], p99 = [], p50 = [], max = [];
+  for (let k = 0; k < runs; k++) {
+    const { result, delays } = await withLoopDelay(() => batch(n, kNew));
+    tok.push(result.tokS), e2e.push(result.e2e);
+    p50.push(pct(delays, 50)), p99.push(pct(delays, 99)), max.push(Math.max(...delays));
+  }
+  const c = cAbi?.decode?.[String(n)]?.tok_s?.median ?? null;
+  const row = { batch: n, tokS: median(tok), tokSRuns: tok, e2eTokS: median(e2e), loopDelayMs: { p50: median(p50), p99: median(p99), max: median(max) }, cAbiTokS: c, ratio: c ? median(tok) / c : null };
+  rows.push(row);
+  console.log(`b${String(n).padEnd(4)} Node API ${row.tokS.toFixed(1).padStart(9)} tok/s` +
+    (c ? `  C ABI ${c.toFixed(1).padStart(9)}  ratio ${row.ratio.toFixed(3)}` : '') +
+    `  loop delay p50 ${row.loopDelayMs.p50.toFixed(2)} ms, p99 ${row.loopDelayMs.p99.toFixed(2)} ms, max ${row.loopDelayMs.max.toFixed(1)} ms`);
+}
+await engine.dispose();
+if (opt.json) {
+  writeFileSync(opt.json, JSON.stringify({ tool: 'bench/node-api.mjs', date: new Date().toISOString(), node: process.version,
+    model: opt.model, device: opt.device, workload: { prompt: kPrompt, newTokens: kNew, runs }, rows }, null, 2));
+}
