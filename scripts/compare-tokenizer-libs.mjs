@@ -9,7 +9,7 @@ import { Tokenizer } from '@huggingface/tokenizers';
 import { TokenizerLoader } from '@lenml/tokenizers';
 
 const DIR = process.argv[2];
-const names = ['qwen3', 'llama3', 'mistral'];
+const names = ['qwen3', 'cl100k', 'mistral'];
 const libsAll = {
   '@huggingface/tokenizers': (json, config) => {
     const t = new Tokenizer(json, config);

@@ -16,8 +16,14 @@ of corpus.json it records what the HF `tokenizers` library (Rust) and transforme
                   the config asks for it)
 
 and, for every case of chat_cases.json, transformers' apply_chat_template(messages, tokenize=False, **options)
-(`rendered`) and the ids transformers feeds the model for it (`ids`: tokenizer(rendered, add_special_tokens=False),
-which is what apply_chat_template(tokenize=True) does), or the error it raised (`error`).
+(`rendered`), the ids transformers feeds the model for it (`ids`: tokenizer(rendered, add_special_tokens=False),
+which is what apply_chat_template(tokenize=True) does) and the ids `tokenizers` computes for it (`ids_tokenizers`:
+encode(rendered, add_special_tokens=False)), or the error it raised (`error`).
+
+`transformers_rebuilt` lists the parts of the pipeline (normalizer, pre_tokenizer, post_processor, decoder) where
+transformers' backend tokenizer differs from tokenizer.json: transformers 5 rebuilds them from the tokenizer class
+named in tokenizer_config.json for some classes (LlamaTokenizer from legacy/add_prefix_space; GPT2Tokenizer with
+GPT-2's ByteLevel regex instead of the file's Split), and then its ids differ from the file's on some strings.
 
 Needs tokenizers + transformers (the GPU machine has them; no network needed: everything is read from the folders).
 
@@ -49,6 +55,15 @@ def chat_ids(tok, rendered):
     return list(tok(rendered, add_special_tokens=False)["input_ids"])
 
 
+def rebuilt_parts(rust, hf):
+    """The pipeline parts where transformers' backend tokenizer differs from tokenizer.json (None: no backend)."""
+    backend = getattr(hf, "backend_tokenizer", None)
+    if backend is None:
+        return None
+    file_json, hf_json = json.loads(rust.to_str()), json.loads(backend.to_str())
+    return [k for k in ("normalizer", "pre_tokenizer", "post_processor", "decoder") if file_json.get(k) != hf_json.get(k)]
+
+
 def speed(rust, texts, reps):
     """Single-thread encode throughput of the Rust library over `texts`, `reps` times (MB/s of UTF-8)."""
     total = sum(len(t.encode("utf-8")) for t in texts) * reps
@@ -67,12 +82,15 @@ def one(name, d, corpus, cases, out_dir):
     split.encode_special_tokens = True
     hf = AutoTokenizer.from_pretrained(d)
     log(f"== {name}: transformers class {type(hf).__name__}, vocab {rust.get_vocab_size(with_added_tokens=True)}")
+    rebuilt = rebuilt_parts(rust, hf)
+    log(f"  parts of tokenizer.json transformers rebuilt: {rebuilt}")
     ref = {
         "tokenizer": name,
         "tokenizers": tokenizers.__version__,
         "transformers": transformers.__version__,
         "generated_by": "scripts/make_tokenizer_refs.py",
         "transformers_class": type(hf).__name__,
+        "transformers_rebuilt": rebuilt,
         "special_tokens": {k: (v if isinstance(v, (str, list)) else str(v))
                            for k, v in (getattr(hf, "special_tokens_map", None) or {}).items()},
         "eos_token_id": getattr(hf, "eos_token_id", None),
@@ -108,6 +126,9 @@ def one(name, d, corpus, cases, out_dir):
             rendered = hf.apply_chat_template(c["messages"], tokenize=False, **c["options"])
             entry["rendered"] = rendered
             entry["ids"] = chat_ids(hf, rendered)
+            entry["ids_tokenizers"] = rust.encode(rendered, add_special_tokens=False).ids
+            if entry["ids_tokenizers"] != entry["ids"]:
+                log(f"  chat {c['name']}: transformers' ids differ from tokenizers' ids of the rendering")
             try:
                 direct = hf.apply_chat_template(c["messages"], tokenize=True, return_dict=False, **c["options"])
                 if hasattr(direct, "tolist"):
