@@ -7,11 +7,15 @@
 // a 1 ms setInterval records how late each tick ran: the event loop's responsiveness (p50/p99/max of the delay).
 //
 //   npm run build:all && node bench/node-api.mjs --model DIR [--device cuda] [--batches 1,8,32,128] [--runs 3]
-//                                                [--json FILE] [--c-abi FILE]
+//                                                [--json FILE] [--c-abi FILE] [--text]
 //
+// --text: the streams carry text too, as a server's do (each chunk's text read; the streaming detokenizer runs per
+// token): the Qwen3 tokenizer (test/fixtures/tokenizers/qwen3) is copied into the checkpoint folder when it has none
+// (bench checkpoints are random weights without one; their ids are below 1000, so any vocabulary decodes them).
 // --c-abi FILE: bench_cuda_engine's JSON from the same machine and checkpoint; the table gains its column and the
 // Node / C ABI ratio. Medians of --runs runs after one warm-up per batch size.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import { Engine } from '../dist/index.js';
@@ -24,7 +28,8 @@ const { values: opt } = parseArgs({
     runs: { type: 'string', default: '3' },
     json: { type: 'string' },
     'c-abi': { type: 'string' },
-    'max-context': { type: 'string' },  // (a smaller model's limit; the C ABI benchmark's is 8448)
+    'max-context': { type: 'string' },
+    text: { type: 'boolean', default: false },  // (a smaller model's limit; the C ABI benchmark's is 8448)
   },
 });
 if (!opt.model) {
@@ -51,6 +56,10 @@ const pct = (v, p) => [...v].sort((a, b) => a - b)[Math.min(v.length - 1, Math.f
 // The engine as bench_cuda_engine sets it up for its default workload.
 const maxSeqs = Math.max(128, ...batches), maxContext = Number(opt['max-context'] ?? 8192 + kNew);
 const base = { device: opt.device, maxContext, maxSeqs, maxBatchTokens: Math.min(8192, maxContext) };
+if (opt.text && !existsSync(join(opt.model, 'tokenizer.json'))) {
+  const from = new URL('../test/fixtures/tokenizers/qwen3/', import.meta.url);
+  for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(new URL(f, from), join(opt.model, f));
+}
 const est = await Engine.estimate(opt.model, base);
 const perSeq = (Math.ceil((kPrompt + kNew) / 16) + 1) * 16;
 const kvTokens = Math.max(maxSeqs * perSeq, Math.ceil(maxContext / 16) * 16);
@@ -63,15 +72,17 @@ async function batch(n, maxTokens) {
   const t0 = performance.now();
   await Promise.all(Array.from({ length: n }, async (_, r) => {
     const gen = engine.generate({ tokens: promptIds(r, kPrompt) }, { maxTokens, temperature: 0, stopTokenIds: [] });
-    let first = 0, last = 0;
+    let first = 0, last = 0, chars = 0;
     for await (const chunk of gen) {
       const t = performance.now();
       const k = chunk.tokenIds.length;
+      chars += chunk.text?.length ?? 0;  // (read, as a consumer would)
       if (!first) first = t;
       last = t;
       arrivals.push([t, k]);
     }
     firsts.push(first), lasts.push(last);
+    if (opt.text && chars === 0) throw new Error('--text: the stream carried no text');
   }));
   const lastFirst = Math.max(...firsts), lastFinal = Math.max(...lasts);
   const steady = arrivals.reduce((s, [t, k]) => s + (t > lastFirst ? k : 0), 0);
@@ -114,5 +125,5 @@ for (const n of batches) {
 await engine.dispose();
 if (opt.json) {
   writeFileSync(opt.json, JSON.stringify({ tool: 'bench/node-api.mjs', date: new Date().toISOString(), node: process.version,
-    model: opt.model, device: opt.device, workload: { prompt: kPrompt, newTokens: kNew, runs }, rows }, null, 2));
+    model: opt.model, device: opt.device, workload: { prompt: kPrompt, newTokens: kNew, runs, text: opt.text }, rows }, null, 2));
 }
