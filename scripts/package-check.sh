@@ -38,10 +38,7 @@ mkdir -p "$work/bin" "$work/home" "$work/app"
 for t in node npm npx; do
   ln -s "$(readlink -f "$(command -v $t)")" "$work/bin/$t"
 done
-failures=0
-check() { # check NAME CONDITION-EXIT-CODE [DETAIL]
-  if [ "$2" = 0 ]; then echo "PASS $1${3:+: $3}"; else echo "FAIL $1${3:+: $3}"; failures=$((failures + 1)); fi
-}
+source "$root/scripts/check-lib.sh"  # check NAME EXIT-CODE [DETAIL]; failures
 # A user's shell: nothing of ours or of CUDA in the environment. npm runs packages' install scripts through sh
 # (ours and koffi's are `node ...`): named by its absolute path (npm's script-shell), so PATH stays node, npm, npx.
 user_env=(env -i "HOME=$work/home" "PATH=$work/bin" "TERM=dumb" "npm_config_update_notifier=false"

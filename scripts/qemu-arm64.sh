@@ -40,8 +40,7 @@ pkg="$cache/package"
 rm -rf "$pkg" && tar -C "$cache" -xzf "$tarball" && ln -s "$root/node_modules" "$pkg/node_modules"
 [ -d "$pkg/prebuilds/linux-arm64" ] || { echo "qemu-arm64: $tarball has no prebuilds/linux-arm64 (npm run prebuild)"; exit 1; }
 
-failures=0
-check() { if [ "$2" = 0 ]; then echo "PASS $1${3:+: $3}"; else echo "FAIL $1${3:+: $3}"; failures=$((failures + 1)); fi; }
+source "$root/scripts/check-lib.sh"  # check NAME EXIT-CODE [DETAIL]; failures
 
 start=$(date +%s)
 info=$(arm --input-type=module -e "

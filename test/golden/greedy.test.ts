@@ -1,31 +1,35 @@
 // Token-exactness against transformers: every fixture's float64 reference (scripts/make_fixtures.py) replayed on
 // the CPU backend. Greedy ids must match up to the first step whose reference top-1/top-2 margin is < 1e-3
 // (below that, fp32 rounding may legitimately pick the other token), and top-5 logprobs within 2e-3 up to there.
+// The rules are test/helpers/golden-rules.mjs's, which scripts/package-check.sh applies too (golden-check.mjs).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../lib/index.js';
-import { decisiveSteps, fixtureDir, listFixtures, readReference, type ReferencePrompt } from '../helpers/fixtures.js';
-
-const MIN_MARGIN = 1e-3;
-const LOGPROB_TOL = 2e-3;
+import {
+  decisiveSteps,
+  fixtureDir,
+  listFixtures,
+  LOGPROB_TOL,
+  logprobSteps,
+  MIN_MARGIN,
+  readReference,
+  topLogprobDiffs,
+  type ReferencePrompt,
+} from '../helpers/fixtures.js';
 
 function compareTop(
   ref: ReferencePrompt,
   step: number,
   got: { tokenId: number; logprob: number; top: Array<{ tokenId: number; logprob: number }> },
 ): void {
-  const ours = new Map(got.top.map((t) => [t.tokenId, t.logprob]));
-  const weakest = Math.min(...got.top.map((t) => t.logprob));
-  ref.top_ids[step].forEach((id, k) => {
-    const want = ref.top_logprobs[step][k];
-    const have = ours.get(id);
+  for (const { id, want, have, diff } of topLogprobDiffs(ref, step, got)) {
     if (have === undefined) {
-      // It fell out of our top-5 only through a near tie with the 5th entry.
-      expect(Math.abs(want - weakest), `step ${step}: reference top id ${id} missing`).toBeLessThanOrEqual(LOGPROB_TOL);
+      // It fell out of our top-5 only through a near tie with the 5th entry (so its diff is to that entry).
+      expect(diff, `step ${step}: reference top id ${id} missing`).toBeLessThanOrEqual(LOGPROB_TOL);
     } else {
-      expect(Math.abs(have - want), `step ${step}, id ${id}: ${have} vs ${want}`).toBeLessThanOrEqual(LOGPROB_TOL);
+      expect(diff, `step ${step}, id ${id}: ${have} vs ${want}`).toBeLessThanOrEqual(LOGPROB_TOL);
     }
-  });
+  }
 }
 
 const fixtures = listFixtures();
@@ -58,8 +62,7 @@ describe.skipIf(fixtures.length === 0)('golden greedy decoding on the CPU', () =
           const n = decisiveSteps(prompt, MIN_MARGIN);
           expect(result.tokenIds.slice(0, n)).toEqual(prompt.greedy.slice(0, n));
           // Logprobs are comparable while the contexts agree: through step n (its own distribution still is).
-          const upTo = Math.min(n + 1, prompt.greedy.length);
-          for (let s = 0; s < upTo; s++) compareTop(prompt, s, result.logprobs![s]);
+          for (let s = 0; s < logprobSteps(prompt, n); s++) compareTop(prompt, s, result.logprobs![s]);
         });
       }
     });

@@ -3,6 +3,9 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+// @ts-expect-error -- a plain .mjs helper (golden-check.mjs runs it with node alone); its exports are typed below
+import * as rules from './golden-rules.mjs';
+
 export const FIXTURES_DIR = fileURLToPath(new URL('../fixtures', import.meta.url));
 
 export interface ReferencePrompt {
@@ -37,8 +40,26 @@ export function readReference(name: string): Reference {
   return JSON.parse(readFileSync(join(FIXTURES_DIR, name, 'reference.json'), 'utf8')) as Reference;
 }
 
-/** The number of leading steps whose greedy choice the reference calls decisive (margin >= minMargin). */
-export function decisiveSteps(p: ReferencePrompt, minMargin: number): number {
-  const i = p.margins.findIndex((m) => m < minMargin);
-  return i < 0 ? p.margins.length : i;
+/** One of the reference's top ids at a step against ours: `have` is undefined when it is not in our top list. */
+export interface TopLogprobDiff {
+  id: number;
+  want: number;
+  have: number | undefined;
+  diff: number;
 }
+
+/**
+ * The golden rules, typed; defined (and explained) in golden-rules.mjs. decisiveSteps: the number of leading steps
+ * whose greedy choice the reference calls decisive (margin >= minMargin, default MIN_MARGIN).
+ */
+export const { MIN_MARGIN, LOGPROB_TOL, decisiveSteps, logprobSteps, topLogprobDiffs } = rules as {
+  MIN_MARGIN: number;
+  LOGPROB_TOL: number;
+  decisiveSteps: (p: ReferencePrompt, minMargin?: number) => number;
+  logprobSteps: (p: ReferencePrompt, n: number) => number;
+  topLogprobDiffs: (
+    p: ReferencePrompt,
+    step: number,
+    got: { top: Array<{ tokenId: number; logprob: number }> },
+  ) => TopLogprobDiff[];
+};

@@ -1,8 +1,8 @@
 // The golden fixtures replayed through an installed copy of the package, without vitest: for a tarball installed
 // into an empty folder (scripts/package-check.sh), where the binary is the prebuild and there is no dev tree.
-// The rules are test/golden/greedy.test.ts's and test/gpu/golden-cuda.test.ts's: for every fixture's transformers
-// reference (test/fixtures/*/reference.json), greedy ids equal up to the first step whose reference margin is
-// below 1e-3, and the top-5 logprobs within 2e-3 through that step.
+// The rules are test/golden/greedy.test.ts's and test/gpu/golden-cuda.test.ts's (test/helpers/golden-rules.mjs): for
+// every fixture's transformers reference (test/fixtures/*/reference.json), greedy ids equal up to the first step
+// whose reference margin is below 1e-3, and the top-5 logprobs within 2e-3 through that step.
 //
 //   node test/helpers/golden-check.mjs --package DIR [--device cpu|cuda|auto] [--dtype float32|bfloat16|auto]
 // DIR is the installed package (e.g. <folder>/node_modules/vtengine). Prints one line per prompt and a tally;
@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
-const MIN_MARGIN = 1e-3;
-const LOGPROB_TOL = 2e-3;
+import { LOGPROB_TOL, decisiveSteps, logprobSteps, topLogprobDiffs } from './golden-rules.mjs';
+
 const FIXTURES = fileURLToPath(new URL('../fixtures', import.meta.url));
 
 const { values: opts } = parseArgs({
@@ -34,16 +34,9 @@ let passed = 0;
 const misses = [];
 
 function topMisses(ref, step, got) {
-  const ours = new Map(got.top.map((t) => [t.tokenId, t.logprob]));
-  const weakest = Math.min(...got.top.map((t) => t.logprob));
-  const out = [];
-  ref.top_ids[step].forEach((id, k) => {
-    const want = ref.top_logprobs[step][k];
-    const have = ours.get(id);
-    const diff = have === undefined ? Math.abs(want - weakest) : Math.abs(have - want);
-    if (!(diff <= LOGPROB_TOL)) out.push(`step ${step} id ${id}: ${have} vs ${want}`);
-  });
-  return out;
+  return topLogprobDiffs(ref, step, got)
+    .filter((d) => !(d.diff <= LOGPROB_TOL))
+    .map(({ id, have, want }) => `step ${step} id ${id}: ${have} vs ${want}`);
 }
 
 for (const name of fixtures) {
@@ -53,14 +46,13 @@ for (const name of fixtures) {
     for (const [i, p] of ref.prompts.entries()) {
       const r = await engine.generate({ tokens: p.ids },
         { maxTokens: p.greedy.length, temperature: 0, logprobs: 5, stopTokenIds: [] });
-      const firstWeak = p.margins.findIndex((m) => m < MIN_MARGIN);
-      const n = firstWeak < 0 ? p.margins.length : firstWeak;
+      const n = decisiveSteps(p);
       const problems = [];
       const got = r.tokenIds.slice(0, n);
       if (JSON.stringify(got) !== JSON.stringify(p.greedy.slice(0, n))) {
         problems.push(`greedy ids ${JSON.stringify(got)} vs ${JSON.stringify(p.greedy.slice(0, n))}`);
       }
-      for (let s = 0; s < Math.min(n + 1, p.greedy.length); s++) problems.push(...topMisses(p, s, r.logprobs[s]));
+      for (let s = 0; s < logprobSteps(p, n); s++) problems.push(...topMisses(p, s, r.logprobs[s]));
       const label = `${name} (${engine.modelInfo.device}) prompt ${i}: ${n} decisive steps`;
       if (problems.length) {
         misses.push(label);

@@ -1,6 +1,7 @@
 // Looking up functions of a library opened with dlopen, shared by the two we load at run time (libcuda in
-// driver.cpp, cuBLASLt in cublaslt.cpp): each fills a table of typed function pointers and reports the first
-// one missing, so a too-old library is refused with its name instead of crashing on a null call later.
+// driver.cpp and device_probe.cpp, cuBLASLt in cublaslt.cpp): each fills a table of typed function pointers and
+// reports the first one missing, so a too-old library is refused with its name instead of crashing on a null call
+// later.
 #pragma once
 
 #include <dlfcn.h>
