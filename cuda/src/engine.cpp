@@ -49,10 +49,6 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
   const MemoryPlan plan = plan_memory_for(c, p, w.bytes);  // the KV pool may depend on the weights' size
   const int64_t n_params = w.n_params, weight_bytes = w.bytes;
   const DType dtype = w.dtype;
-  e->plan_ = plan;
-  e->max_context_ = plan.max_context;
-  e->kv_blocks_ = plan.n_blocks;
-  e->kv_block_size_ = plan.block_size;
   std::unique_ptr<Decoder> model;
   if (use_cuda) {
     // Weights, KV pool and activations on the GPU; the checkpoint's pages are released tensor by tensor.
@@ -89,19 +85,34 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
     e->weight_host_bytes_ = w.host_bytes;
     e->weight_mapped_bytes_ = w.bytes;
     e->device_name_ = "cpu";
-    model = std::make_unique<CpuDecoder>(c, std::move(w), *e->pool_, *e->kv_, plan.max_batch_tokens, plan.tuning.cpu);
+    model = std::make_unique<CpuDecoder>(c, std::move(w), *e->pool_, *e->kv_, plan.max_batch_tokens);
   }
-  e->decoder_ = model.get();
-  e->blocks_ = std::make_unique<BlockManager>(plan.n_blocks, plan.block_size);
-  e->scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{plan.max_seqs, plan.max_batch_tokens}, *e->blocks_);
-  e->runner_ = std::make_unique<ModelRunner>(std::move(model), plan.block_size, c.vocab_size, plan.max_batch_tokens, plan.max_seqs);
-
-  e->arch_name_ = c.architecture;
   e->dtype_name_ = dtype_name(dtype);
-  vt_model_info &info = e->info_;
-  info.architecture = e->arch_name_.c_str();
-  info.device = e->device_name_.c_str();
-  info.dtype = e->dtype_name_.c_str();
+  e->assemble(std::move(model), plan);
+  e->info_.n_params = n_params;
+  e->info_.weight_bytes = weight_bytes;
+
+  progress(1.f, "ready");
+  e->start();
+  return e;
+}
+
+void Engine::assemble(std::unique_ptr<Decoder> model, const MemoryPlan &plan) {
+  const ModelConfig &c = config_;
+  plan_ = plan;
+  max_context_ = plan.max_context;
+  kv_blocks_ = plan.n_blocks;
+  kv_block_size_ = plan.block_size;
+  decoder_ = model.get();
+  blocks_ = std::make_unique<BlockManager>(plan.n_blocks, plan.block_size);
+  scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{plan.max_seqs, plan.max_batch_tokens}, *blocks_);
+  runner_ = std::make_unique<ModelRunner>(std::move(model), plan.block_size, c.vocab_size, plan.max_batch_tokens, plan.max_seqs);
+
+  arch_name_ = c.architecture;
+  vt_model_info &info = info_;
+  info.architecture = arch_name_.c_str();
+  info.device = device_name_.c_str();
+  info.dtype = dtype_name_.c_str();
   info.vocab_size = c.vocab_size;
   info.hidden_size = c.hidden_size;
   info.n_layers = c.n_layers;
@@ -113,10 +124,14 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
   info.bos_token_id = c.bos_token_id;
   info.n_eos = int32_t(std::min<size_t>(c.eos_token_ids.size(), 8));
   for (int i = 0; i < info.n_eos; ++i) info.eos_token_ids[i] = c.eos_token_ids[i];
-  info.n_params = n_params;
-  info.weight_bytes = weight_bytes;
+}
 
-  progress(1.f, "ready");
+std::unique_ptr<Engine> Engine::with_decoder(std::unique_ptr<Decoder> decoder, const ModelConfig &c,
+                                             const MemoryPlan &plan) {
+  std::unique_ptr<Engine> e(new Engine());
+  e->config_ = c;
+  e->device_name_ = "test", e->dtype_name_ = "none";
+  e->assemble(std::move(decoder), plan);
   e->start();
   return e;
 }
@@ -126,7 +141,8 @@ vt_memory_report Engine::memory() {
   r.weight_device_bytes = weight_device_bytes_;
   r.weight_host_bytes = weight_host_bytes_;
   r.weight_mapped_bytes = weight_mapped_bytes_;
-  for (const auto &f : checkpoint_->files()) r.weight_mapped_resident_bytes += f->resident_bytes();
+  if (checkpoint_)  // (none under a test's decoder: with_decoder)
+    for (const auto &f : checkpoint_->files()) r.weight_mapped_resident_bytes += f->resident_bytes();
   r.kv_cache_bytes = kv_bytes_;
   r.kv_cache_resident_bytes = kv_ ? kv_->resident_bytes() : kv_bytes_;  // device memory is resident once allocated
   r.kv_blocks_total = kv_blocks_;

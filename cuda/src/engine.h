@@ -27,6 +27,10 @@ namespace vt {
 class Engine {
  public:
   static std::unique_ptr<Engine> load(const std::string &dir, const vt_engine_params &params);
+  // For tests: an engine over a given decoder (test/native/test_engine_overlap.cpp's fake one), with c's vocabulary
+  // and EOS ids and plan's limits and KV pool shape; no checkpoint, no weights.
+  static std::unique_ptr<Engine> with_decoder(std::unique_ptr<Decoder> decoder, const ModelConfig &c,
+                                              const MemoryPlan &plan);
   ~Engine();  // stops the step thread: live requests end with VT_FINISH_ABORT events
 
   void set_step_callback(vt_step_fn fn, void *user);
@@ -42,6 +46,9 @@ class Engine {
 
  private:
   Engine() = default;
+  // Everything after the decoder: block manager, scheduler, runner, the model info (config_, device_name_ and
+  // dtype_name_ set first).
+  void assemble(std::unique_ptr<Decoder> model, const MemoryPlan &plan);
   void start();
   void loop();
   void step();

@@ -41,7 +41,7 @@ bool flag(const char *name, bool dflt) {
 // settled A/B tests, deleted with their figures kept in bench/RESULTS.md).
 constexpr const char *kKnown[] = {"VT_CUDA_CUBLASLT", "VT_CUDA_SAMPLE",  "VT_CUDA_PENALTIES", "VT_CUDA_ATTN",
                                   "VT_CUDA_SUBLAYER_F32", "VT_CUDA_SPLIT_KEYS", "VT_CUDA_SKIP",  "VT_CUDA_REPLAY",
-                                  "VT_CPU_OVERLAP",   "VT_CPU_ISA",      "VT_CPU_SPIN_US",    "VT_CPU_KC"};
+                                  "VT_CPU_ISA",      "VT_CPU_SPIN_US",    "VT_CPU_KC"};
 
 void name_unknown_switches() {
   for (char **e = environ; e && *e; ++e) {
@@ -104,7 +104,6 @@ Tuning tuning_from_env() {
   }
   if (const char *v = experiment("VT_CUDA_SKIP")) c.skip = parse_skip(v);
   if (const char *v = experiment("VT_CUDA_REPLAY")) c.replays = std::clamp(std::atoi(v), 1, 16);
-  t.cpu.overlap = flag("VT_CPU_OVERLAP", false);
 
   if (!c.cublaslt) say_once("VT_CUDA_CUBLASLT=0: the engine's own GEMM kernels only");
   if (!c.sample_on_device) say_once("VT_CUDA_SAMPLE=0: sampled rows go to the host sampler");

@@ -41,12 +41,7 @@ struct CudaTuning {
   int replays = 1;                  // VT_CUDA_REPLAY=N (experiments builds): each captured step's graph run N times
 };
 
-struct CpuTuning {
-  bool overlap = false;  // VT_CPU_OVERLAP=1 (tests): chain plain-greedy decode steps as the GPU does
-};
-
 struct Tuning {
-  CpuTuning cpu;
   CudaTuning cuda;
 };
 

@@ -219,44 +219,6 @@ describe.skipIf(!have)('backpressure: a reader that stops pauses its own request
   });
 });
 
-describe.skipIf(!have)('backpressure with the overlapped decode (VT_CPU_OVERLAP=1)', () => {
-  // A paused request leaves the chain of launched steps: the chain stops before a step that would make a token its
-  // reader has not allowed, so the bound is as exact as without it.
-  const prompts = have ? readReference(FIXTURE).prompts.map((p) => p.ids) : [];
-  let engine: Engine;
-  beforeAll(async () => {
-    process.env.VT_CPU_OVERLAP = '1'; // read when the engine loads; each test file runs in its own process
-    try {
-      engine = await Engine.load(fixtureDir(FIXTURE), { device: 'cpu', threads: 2 });
-    } finally {
-      delete process.env.VT_CPU_OVERLAP;
-    }
-  });
-  afterAll(async () => {
-    await engine?.dispose();
-  });
-
-  it('the unread request stops at the bound while the others run on; read, it gives the tokens of a plain run', async () => {
-    const before = engine.stats();
-    const unread = engine.generate({ tokens: prompts[2] }, { maxTokens: 900, highWaterMark: 32, ...greedyForever });
-    const reader = unread[Symbol.asyncIterator]();
-    const arrived = delivered(unread);
-    const others = await Promise.all(
-      [2, 1, 0].map((i) => engine.generate({ tokens: prompts[i] }, { maxTokens: 900, ...greedyForever })),
-    );
-    expect(arrived()).toBe(32);
-    expect(engine.stats().tokensGenerated - before.tokensGenerated).toBe(3 * 900 + 32);
-    expect(engine.stats().requestsPaused).toBe(1);
-    const { tokens } = await readAll(reader, arrived, 32);
-    expect(tokens).toEqual(others[0].tokenIds);
-
-    const again = engine.generate({ tokens: prompts[2] }, { maxTokens: 900, highWaterMark: 16, ...greedyForever });
-    const bursts = await readInBursts(engine, again, 16, 12);
-    expect(bursts.tokens).toEqual(others[0].tokenIds);
-    expect(bursts.pauses).toBeGreaterThanOrEqual(Math.floor(900 / 16));
-  });
-});
-
 describe('backpressure and the text layer (the packaged default model)', () => {
   let engine: Engine;
   beforeAll(async () => {

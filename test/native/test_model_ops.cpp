@@ -27,7 +27,7 @@ double run_cpu(const char *name, const RandomCheckpoint &ck, decltype(ModelEntry
   const ModelConfig c = config();
   cpu::ThreadPool pool(2);
   KvCache kv(L, 1, 16, NKV, HD);
-  CpuDecoder d(c, ck.w, pool, kv, 8, {}, make);
+  CpuDecoder d(c, ck.w, pool, kv, 8, make);
   const double worst = run_against_reference(d, ck, mlp_first, first_logits);
   std::printf("%s: max |logit - float64 reference| / max |reference| = %.2e over 7 positions\n", name, worst);
   return worst;

@@ -13,27 +13,18 @@
 #include "models/decoder.h"
 #include "models/model.h"
 #include "models/registry.h"
-#include "tuning.h"
 
 namespace vt {
 
 class CpuDecoder : public Decoder {
  public:
-  // tuning.overlap (VT_CPU_OVERLAP=1, tests): chain plain-greedy decode steps as the CUDA decoder does.
   // make: the model to run (tests); null: the registry's for the config's architecture.
   CpuDecoder(const ModelConfig &config, Weights weights, cpu::ThreadPool &pool, KvCache &kv, int32_t max_tokens,
-             const CpuTuning &tuning = {}, decltype(ModelEntry::make) make = nullptr);
+             decltype(ModelEntry::make) make = nullptr);
 
   void forward(const ForwardBatch &b) override;
   // Only rows that are needed pay for the large vocabulary projection.
   void project(const int32_t *rows, int32_t n, float *logits) override;
-
-  // The overlapped decode's interface (Decoder::chains), for tests only: with VT_CPU_OVERLAP=1 the engine chains
-  // greedy decode steps here too (forward() runs at once, so nothing overlaps), which puts Engine::step_overlapped's
-  // bookkeeping under the CPU golden tests. The picks are vt::sample's greedy ones.
-  bool chains(int32_t n) const override { return overlap_ && n >= 1 && n <= max_tokens_; }
-  void chain_begin(int32_t n, const SampleRow *params) override;  // greedy rows only (params null)
-  void chain_end(int32_t *ids) override;
 
   // The activations and scratch this decoder allocated (the plan sizes the same: MemoryPlan::activation_bytes).
   int64_t activation_bytes() const { return ops_.allocated_bytes(); }
@@ -44,9 +35,6 @@ class CpuDecoder : public Decoder {
   int32_t max_tokens_;
   CpuModelOps ops_;
   std::unique_ptr<Model> model_;  // after w_ and ops_: it binds the one and declares its tensors with the other
-  bool overlap_ = false;                     // CpuTuning::overlap
-  std::vector<std::vector<int32_t>> begun_;  // picks of the begun reads, oldest first (the last: the next tokens)
-  PageVector<float> logits_;                 // chain_begin's
 };
 
 }  // namespace vt
