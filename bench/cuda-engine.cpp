@@ -408,6 +408,9 @@ int main(int argc, char **argv) {
   p.cuda_graphs.enabled = o.graphs ? 1 : 0;
   p.cuda_graphs.dedup = o.dedup ? 1 : 0;
   p.cuda_graphs.first_use = o.first_use ? 1 : 0;
+  // Every measurement repeats its prompts after an untimed warm-up: with the prefix cache on, a prefill or time to
+  // first token would time a cache hit. This benchmark times the computation (bench/prefix-cache.mjs times the cache).
+  p.prefix_caching = -1;
   // The KV pool: every decode request's prompt + new tokens in whole blocks (one spare block each), or one
   // max_context sequence, whichever is more. The bytes per token come from the engine's own plan.
   vt_memory_estimate est{};

@@ -55,7 +55,8 @@ const pct = (v, p) => [...v].sort((a, b) => a - b)[Math.min(v.length - 1, Math.f
 
 // The engine as bench_cuda_engine sets it up for its default workload.
 const maxSeqs = Math.max(128, ...batches), maxContext = Number(opt['max-context'] ?? 8192 + kNew);
-const base = { device: opt.device, maxContext, maxSeqs, maxBatchTokens: Math.min(8192, maxContext) };
+// Prefix caching off, as bench_cuda_engine has it: the warm-up sends the same prompts as the timed runs.
+const base = { device: opt.device, maxContext, maxSeqs, maxBatchTokens: Math.min(8192, maxContext), prefixCaching: false };
 if (opt.text && !existsSync(join(opt.model, 'tokenizer.json'))) {
   const from = new URL('../test/fixtures/tokenizers/qwen3/', import.meta.url);
   for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(new URL(f, from), join(opt.model, f));

@@ -205,6 +205,11 @@ Napi::Value EngineWrap::stats(const Napi::CallbackInfo &info) {
   o.Set("steps", double(s.steps));
   o.Set("tokensGenerated", double(s.tokens_generated));
   o.Set("preemptions", double(s.preemptions));
+  o.Set("prefixCacheQueries", double(s.prefix_cache_queries));
+  o.Set("prefixCacheQueryTokens", double(s.prefix_cache_query_tokens));
+  o.Set("prefixCacheHitTokens", double(s.prefix_cache_hit_tokens));
+  o.Set("prefixCacheBlocks", s.prefix_cache_blocks);
+  o.Set("prefixCacheEvictions", double(s.prefix_cache_evictions));
   return o;
 }
 

@@ -62,6 +62,9 @@ vt_engine_params engine_params_from(Napi::Env env, Napi::Object p) {
   cuda_graphs_from(env, p.Get("cudaGraphs"), &out.cuda_graphs);
   Napi::Value util = p.Get("gpuMemoryUtilization");
   out.gpu_memory_utilization = util.IsNumber() ? util.As<Napi::Number>().DoubleValue() : 0;
+  Napi::Value caching = p.Get("prefixCaching");
+  if (!caching.IsUndefined() && !caching.IsBoolean()) throw code_error(env, "ERR_INVALID_OPTION", "prefixCaching must be a boolean");
+  if (caching.IsBoolean()) out.prefix_caching = caching.As<Napi::Boolean>().Value() ? 1 : -1;  // absent: the default (on)
   return out;
 }
 

@@ -87,6 +87,12 @@ typedef struct vt_engine_params {
   double gpu_memory_utilization; /* 0 = unset; in (0, 1]: the share of the GPU's memory this engine may take in
                                     all (weights, workspaces, graphs, KV); the KV pool gets what the rest leaves.
                                     Exclusive with kv_cache_bytes; ignored on the CPU backend */
+  /* Prefix caching (appended): full KV blocks are kept, by their tokens and everything before them, and reused by
+   * later requests whose tokens start the same way (a shared system prompt, the earlier turns of a chat), which then
+   * compute only the rest; blocks no request holds are evicted least recently used first when the pool needs room.
+   * 0 = default (on), 1 = on, -1 = off. 0 is the default, as for the fields above, so that zero-initialized params
+   * get it too. */
+  int32_t prefix_caching;
 } vt_engine_params;
 
 vt_engine_params vt_engine_default_params(void);
@@ -207,6 +213,15 @@ typedef struct vt_engine_stats {
   int64_t tokens_generated;
   int64_t preemptions;        /* running requests sent back to the queue, and paused ones whose KV blocks were taken back */
   int32_t requests_paused;    /* waiting for their consumers (vt_engine_allow_tokens); appended */
+  /* Prefix caching (appended; all 0 when it is off). kv_blocks_used counts the blocks requests hold; a cached block
+   * no request holds counts as free (a new request's KV takes it, evicting it, when no block is truly free). */
+  int64_t prefix_cache_queries;     /* admissions that looked their tokens up: a request's first, and each one after
+                                       its KV was taken back (preemption, a paused request's eviction); not a request
+                                       for prompt logprobs before they are all reported, which computes its whole prompt */
+  int64_t prefix_cache_query_tokens; /* the tokens those admissions had (prompt, plus what was generated before) */
+  int64_t prefix_cache_hit_tokens;  /* of those, the tokens whose KV was found cached and not computed */
+  int32_t prefix_cache_blocks;      /* blocks in the cache now, held by requests or not */
+  int64_t prefix_cache_evictions;   /* cached blocks taken for new KV since load */
 } vt_engine_stats;
 
 vt_status vt_engine_stats_get(vt_engine *engine, vt_engine_stats *out);
@@ -222,7 +237,7 @@ typedef struct vt_memory_report {
   int64_t kv_cache_bytes;               /* the KV pool as reserved */
   int64_t kv_cache_resident_bytes;      /* of it, pages ever written (-1 if unknown) */
   int32_t kv_blocks_total;
-  int32_t kv_blocks_used;
+  int32_t kv_blocks_used;               /* held by requests; cached blocks no request holds count as free */
   int32_t kv_block_size;
   int64_t workspace_bytes;              /* activations, logits and sampler scratch, sized at load */
   int32_t graphs_count;                 /* CUDA graphs (0 on the CPU backend) */

@@ -104,7 +104,7 @@ void Engine::assemble(std::unique_ptr<Decoder> model, const MemoryPlan &plan) {
   kv_blocks_ = plan.n_blocks;
   kv_block_size_ = plan.block_size;
   decoder_ = model.get();
-  blocks_ = std::make_unique<BlockManager>(plan.n_blocks, plan.block_size);
+  blocks_ = std::make_unique<BlockManager>(plan.n_blocks, plan.block_size, plan.prefix_caching);
   scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{plan.max_seqs, plan.max_batch_tokens}, *blocks_);
   runner_ = std::make_unique<ModelRunner>(std::move(model), plan.block_size, c.vocab_size, plan.max_batch_tokens, plan.max_seqs);
 
@@ -291,6 +291,11 @@ vt_engine_stats Engine::stats() {
   s.steps = steps_.load();
   s.tokens_generated = generated_.load();
   s.preemptions = preemptions_.load();
+  s.prefix_cache_queries = prefix_queries_.load();
+  s.prefix_cache_query_tokens = prefix_query_tokens_.load();
+  s.prefix_cache_hit_tokens = prefix_hit_tokens_.load();
+  s.prefix_cache_blocks = blocks_cached_.load();
+  s.prefix_cache_evictions = prefix_evictions_.load();
   return s;
 }
 
@@ -300,6 +305,11 @@ void Engine::emit(std::vector<vt_step_event> &events) {
   running_ = scheduler_->n_running();
   paused_ = scheduler_->n_paused();
   preemptions_ = scheduler_->preemptions();
+  prefix_queries_ = scheduler_->prefix_queries();
+  prefix_query_tokens_ = scheduler_->prefix_query_tokens();
+  prefix_hit_tokens_ = scheduler_->prefix_hit_tokens();
+  blocks_cached_ = blocks_->n_cached();
+  prefix_evictions_ = blocks_->evictions();
   if (events.empty()) return;
   vt_step_fn fn;
   void *user;

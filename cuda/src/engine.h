@@ -99,6 +99,8 @@ class Engine {
 
   std::atomic<int32_t> waiting_{0}, running_{0}, paused_{0};
   std::atomic<int64_t> steps_{0}, generated_{0}, preemptions_{0}, blocks_used_{0};
+  std::atomic<int64_t> prefix_queries_{0}, prefix_query_tokens_{0}, prefix_hit_tokens_{0}, prefix_evictions_{0};
+  std::atomic<int32_t> blocks_cached_{0};
   SamplerScratch sampler_scratch_;
   std::vector<int32_t> counts_scratch_;
   std::thread thread_;

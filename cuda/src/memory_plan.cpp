@@ -83,6 +83,7 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
                "gpuMemoryUtilization must be in (0, 1], or 0 for unset");
   check_option(p.gpu_memory_utilization == 0 || p.kv_cache_bytes == 0,
                "give kvCacheBytes or gpuMemoryUtilization, not both: each sizes the KV pool");
+  check_option(p.prefix_caching >= -1 && p.prefix_caching <= 1, "prefix_caching must be 0 (default: on), 1 (on) or -1 (off)");
 
   MemoryPlan m;
   m.tuning = tuning_from_env();
@@ -97,6 +98,7 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
   m.graph_buckets = plan_graph_buckets(p.cuda_graphs, m.max_seqs);
   m.graph_dedup = p.cuda_graphs.dedup == 1;
   m.graph_first_use = p.cuda_graphs.first_use == 1;
+  m.prefix_caching = p.prefix_caching != -1;
 
   m.cuda = uses_cuda(p);
   // The CPU's KV cache is fp32; the GPU's is in the activation type (bf16 unless float32 was asked for).

@@ -31,6 +31,7 @@ struct MemoryPlan {
   std::vector<int32_t> graph_buckets;
   bool graph_dedup = false;     // buckets share executables through cuGraphExecUpdate (vt_cuda_graphs.dedup)
   bool graph_first_use = false;  // each bucket captured by its first decode step (vt_cuda_graphs.first_use)
+  bool prefix_caching = true;   // full KV blocks reused across requests (vt_engine_params.prefix_caching)
   // The engine's switches (tuning.h) as they were when the plan was made: the estimate, the plan and the
   // constructors all size and build from these.
   Tuning tuning;

@@ -1,6 +1,7 @@
 #include "scheduler.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace vt {
 
@@ -21,11 +22,16 @@ void move_if(From &from, std::vector<std::unique_ptr<Sequence>> &to, Pick pick) 
 
 }  // namespace
 
+void Scheduler::drop_kv(Sequence &s) {
+  blocks_.release(s.block_table);  // (cached ones stay cached: it may find them again when re-admitted)
+  s.n_computed = 0;
+  s.prefix = PrefixChain{};
+}
+
 void Scheduler::preempt_newest() {
   std::unique_ptr<Sequence> s = std::move(running_.back());
   running_.pop_back();
-  blocks_.release(s->block_table);
-  s->n_computed = 0;  // recomputed from its tokens (prompt + what it generated) when re-admitted
+  drop_kv(*s);  // recomputed from its tokens (prompt + what it generated) when re-admitted
   waiting_.push_front(std::move(s));
   ++preemptions_;
 }
@@ -56,12 +62,17 @@ void Scheduler::resume_allowed() {
 }
 
 int32_t Scheduler::paused_blocks() const {
+  // A block shared with a running sequence stays held when the paused ones let go of it: only those held by paused
+  // sequences alone count (each once, however many of them share it).
+  std::unordered_map<int32_t, int32_t> held;
+  for (const auto &s : paused_)
+    for (int32_t b : s->block_table) ++held[b];
   int32_t n = 0;
-  for (const auto &s : paused_) n += int32_t(s->block_table.size());
+  for (const auto &[b, k] : held) n += k == blocks_.refs(b);
   return n;
 }
 
-void Scheduler::evict_paused() {
+bool Scheduler::evict_paused() {
   // Those still waiting for their consumer before those allowed to go on (they wait for a seat), and among them
   // the one that has waited the longest.
   auto holding = [](bool waits_for_consumer) {
@@ -69,18 +80,32 @@ void Scheduler::evict_paused() {
   };
   auto it = std::find_if(paused_.begin(), paused_.end(), holding(true));
   if (it == paused_.end()) it = std::find_if(paused_.begin(), paused_.end(), holding(false));
-  if (it == paused_.end()) return;
-  blocks_.release((*it)->block_table);
-  (*it)->n_computed = 0;
+  if (it == paused_.end()) return false;
+  drop_kv(**it);
   ++preemptions_;
+  return true;
 }
 
 bool Scheduler::admit_room(Sequence &s, int64_t n_tokens) {
   if (blocks_.grow(s.block_table, n_tokens)) return true;
   const int32_t needed = blocks_.blocks_for(n_tokens) - int32_t(s.block_table.size());
   if (needed > blocks_.n_free() + paused_blocks()) return false;
-  while (blocks_.n_free() < needed) evict_paused();
+  while (blocks_.n_free() < needed && evict_paused()) {
+  }
   return blocks_.grow(s.block_table, n_tokens);
+}
+
+bool Scheduler::reuse_prefix(Sequence &s) {
+  if (!blocks_.caching() || !s.block_table.empty()) return false;
+  // At least its last token is computed: its logits pick the next token. The block that holds it is never a shared
+  // one (a sequence never writes into a block others read), so a prompt cached to its end recomputes its last block.
+  int32_t limit = int32_t(s.tokens.size()) - 1;
+  // Teacher forcing reports prompt token t from the logits at position t - 1: those from the next one to report on
+  // must be computed (from the first prompt token, unless a preemption came after some were reported).
+  if (s.prompt_logprobs && s.prompt_logprobs_done < s.n_prompt) limit = std::min(limit, s.prompt_logprobs_done - 1);
+  if (limit <= 0) return false;  // (a one-token prompt, or teacher forcing from the first prompt token: nothing to look up)
+  s.n_computed = blocks_.match(s.tokens.data(), limit, s.block_table, s.prefix);
+  return true;
 }
 
 std::vector<ScheduledChunk> Scheduler::schedule() {
@@ -115,8 +140,17 @@ std::vector<ScheduledChunk> Scheduler::schedule() {
   // Then admit waiting sequences in arrival order while there is budget, a seat and KV room.
   while (!waiting_.empty() && budget > 0 && int32_t(running_.size()) < limits_.max_seqs) {
     Sequence *s = waiting_.front().get();
+    const bool looked_up = reuse_prefix(*s);
     const int32_t n = std::min(s->n_pending(), budget);
-    if (!admit_room(*s, int64_t(s->n_computed) + n)) break;
+    if (!admit_room(*s, int64_t(s->n_computed) + n)) {
+      drop_kv(*s);  // a waiting sequence holds no blocks; it looks again when there is room
+      break;
+    }
+    if (looked_up) {
+      ++prefix_queries_;
+      prefix_query_tokens_ += int64_t(s->tokens.size());
+      prefix_hit_tokens_ += s->n_computed;
+    }
     plan.push_back({s, s->n_computed, n, s->n_computed + n == int32_t(s->tokens.size())});
     budget -= n;
     running_.push_back(std::move(waiting_.front()));
@@ -126,7 +160,11 @@ std::vector<ScheduledChunk> Scheduler::schedule() {
 }
 
 void Scheduler::commit(const std::vector<ScheduledChunk> &plan) {
-  for (const auto &c : plan) c.seq->n_computed = c.pos0 + c.n_tokens;
+  for (const auto &c : plan) {
+    Sequence &s = *c.seq;
+    s.n_computed = c.pos0 + c.n_tokens;
+    blocks_.publish(s.tokens.data(), s.n_computed, s.block_table, s.prefix);  // the blocks the chunk filled
+  }
 }
 
 std::unique_ptr<Sequence> Scheduler::remove(uint64_t id) {

@@ -8,6 +8,11 @@
 // its consumer allows more. A paused sequence's blocks are the first taken back when the pool runs dry (for a
 // running sequence or to admit a waiting one), before any running sequence is preempted; it is then recomputed
 // when it goes on.
+//
+// Prefix caching (BlockManager): a sequence admitted from the queue (new, preempted or evicted while paused) first
+// takes the longest cached prefix of its tokens in whole blocks as its KV and computes only the rest; as its chunks
+// are committed, the blocks they fill are published for later sequences. Blocks it lets go of (finished, preempted,
+// evicted while paused) stay cached until the pool needs them.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +64,11 @@ class Scheduler {
   int32_t n_running() const { return int32_t(running_.size()); }
   int32_t n_paused() const { return int32_t(paused_.size()); }
   int64_t preemptions() const { return preemptions_; }
+  // Prefix cache: admissions that looked their tokens up, the tokens those admissions had, and of them the tokens
+  // found cached (not computed).
+  int64_t prefix_queries() const { return prefix_queries_; }
+  int64_t prefix_query_tokens() const { return prefix_query_tokens_; }
+  int64_t prefix_hit_tokens() const { return prefix_hit_tokens_; }
   std::vector<uint64_t> ids() const;           // every sequence, paused ones included
   std::vector<uint64_t> active_ids() const;    // waiting and running ones
 
@@ -69,8 +79,12 @@ class Scheduler {
   // Extends a waiting sequence's block table to n_tokens positions, taking back paused sequences' blocks when the
   // pool is short and theirs are enough (else it takes none: they keep their KV, and the sequence waits).
   bool admit_room(Sequence &s, int64_t n_tokens);
-  void evict_paused();    // frees one paused sequence's blocks (it is recomputed when it goes on)
-  int32_t paused_blocks() const;
+  bool evict_paused();    // lets go of one paused sequence's blocks (it is recomputed when it goes on); false: none
+  int32_t paused_blocks() const;  // blocks that letting go of every paused sequence's would free
+  void drop_kv(Sequence &s);      // lets go of its blocks: it is computed again from its tokens
+  // A waiting sequence's cached prefix: holds the blocks, sets n_computed; false when it did not look (caching off,
+  // or teacher forcing that needs the logits of those positions).
+  bool reuse_prefix(Sequence &s);
   bool resumable() const;
 
   SchedulerLimits limits_;
@@ -79,6 +93,7 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> running_;  // arrival order: index 0 is the oldest
   std::vector<std::unique_ptr<Sequence>> paused_;   // pause order: index 0 has waited for its consumer the longest
   int64_t preemptions_ = 0;
+  int64_t prefix_queries_ = 0, prefix_query_tokens_ = 0, prefix_hit_tokens_ = 0;
 };
 
 }  // namespace vt

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "block_manager.h"
 #include "logits_processors.h"
 #include "sampling.h"
 
@@ -16,7 +17,8 @@ struct Sequence {
   std::vector<int32_t> tokens;       // prompt + generated
   int32_t n_prompt = 0;
   int32_t n_computed = 0;            // tokens[0, n_computed) have K/V in the cache
-  std::vector<int32_t> block_table;  // owned blocks, in position order
+  std::vector<int32_t> block_table;  // the blocks it holds, in position order (its first ones may be shared, read-only)
+  PrefixChain prefix;                // how far its full blocks are identified in the prefix cache (BlockManager)
   int32_t max_tokens = 0;
   std::vector<int32_t> stop_ids;
   SamplingParams sampling;

@@ -108,6 +108,16 @@ export interface LoadOptions {
    */
   cudaGraphs?: boolean | CudaGraphsOptions;
   /**
+   * Prefix caching: the KV cache of every full block of tokens (`kvBlockSize`, 16 by default) is kept after its
+   * request ends, identified by those tokens and every token before them, and a later request whose tokens start
+   * the same way (a shared system prompt, the earlier turns of a chat, the same document asked about again) reuses
+   * it and computes only the rest, so its first token comes sooner. Outputs are the same with it on or off. Cached
+   * blocks no request holds count as free: a new request's KV takes the least recently used of them when no block is
+   * truly free. `stats()` reports the lookups and hits (`prefixCacheQueries`, `prefixCacheHitTokens`, ...). A request
+   * asking for prompt logprobs (`Engine.score`) computes its whole prompt. Default `true`; `false` turns it off.
+   */
+  prefixCaching?: boolean;
+  /**
    * Called on the JS thread as the load advances. Never called after the load has settled. If it throws, the
    * load is cancelled and rejects with what it threw.
    */
@@ -127,6 +137,7 @@ const KNOWN_KEYS: readonly (keyof LoadOptions)[] = [
   'gpuMemoryUtilization',
   'activationDtype',
   'cudaGraphs',
+  'prefixCaching',
   'onProgress',
   'signal',
 ];
@@ -169,6 +180,7 @@ export function validateLoadOptions(options: unknown): NativeLoadParams {
     gpuMemoryUtilization: gpuMemoryUtilizationOption(o.gpuMemoryUtilization, o.kvCacheBytes),
     dtype: oneOfOption('activationDtype', o.activationDtype, ['auto', 'float32', 'bfloat16'] as const) ?? 'auto',
     cudaGraphs: cudaGraphsOption(o.cudaGraphs, maxSeqs),
+    prefixCaching: booleanOption('prefixCaching', o.prefixCaching) ?? true,
   };
 }
 

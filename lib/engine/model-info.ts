@@ -42,7 +42,10 @@ export interface ModelInfo {
 export interface EngineStats {
   /** Blocks in the paged KV-cache pool. */
   kvBlocksTotal: number;
-  /** Blocks held by live requests; back to the pool when a request ends or is aborted. */
+  /**
+   * Blocks held by live requests; back to the pool when a request ends or is aborted (a block shared by several
+   * requests through the prefix cache counts once; a cached block no request holds counts as free).
+   */
   kvBlocksUsed: number;
   /** Tokens per KV block. */
   kvBlockSize: number;
@@ -66,6 +69,29 @@ export interface EngineStats {
    * reader catches up), or else the newest running one's (it is requeued and recomputed).
    */
   preemptions: number;
+  /**
+   * Prefix caching (the `prefixCaching` load option; every `prefixCache*` counter stays 0 when it is off): the
+   * times a request looked its tokens up in the cache as it was admitted. That is once per request, and again each
+   * time its KV was taken back (a preemption) and it is computed anew; a request asking for prompt logprobs does not
+   * look (it computes every prompt position).
+   */
+  prefixCacheQueries: number;
+  /** The tokens those lookups were for: each request's prompt (plus what it had generated, after a preemption). */
+  prefixCacheQueryTokens: number;
+  /**
+   * Of `prefixCacheQueryTokens`, the tokens whose KV was found in the cache and not computed again. The hit
+   * rate is `prefixCacheHitTokens / prefixCacheQueryTokens`. Always whole KV blocks, and never a request's last
+   * token, whose logits give its first new token (a prompt cached to its end computes its last block again).
+   */
+  prefixCacheHitTokens: number;
+  /**
+   * KV blocks in the prefix cache now, held by live requests or not. Those no request holds are counted as free,
+   * not in `kvBlocksUsed`: a new request's KV takes the least recently used of them when no block is truly
+   * free.
+   */
+  prefixCacheBlocks: number;
+  /** Cached KV blocks dropped from the prefix cache since load to make room for new KV. */
+  prefixCacheEvictions: number;
 }
 
 /** The public, frozen view of the native model info. @internal */
@@ -102,5 +128,10 @@ export function toEngineStats(stats: NativeStats): EngineStats {
     steps: stats.steps,
     tokensGenerated: stats.tokensGenerated,
     preemptions: stats.preemptions,
+    prefixCacheQueries: stats.prefixCacheQueries,
+    prefixCacheQueryTokens: stats.prefixCacheQueryTokens,
+    prefixCacheHitTokens: stats.prefixCacheHitTokens,
+    prefixCacheBlocks: stats.prefixCacheBlocks,
+    prefixCacheEvictions: stats.prefixCacheEvictions,
   };
 }

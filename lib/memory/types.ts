@@ -117,7 +117,10 @@ export interface EngineMemory {
     residentBytes: number | null;
     /** Blocks in the pool. */
     blocksTotal: number;
-    /** Blocks held by live requests now. */
+    /**
+     * Blocks held by live requests now. Blocks the prefix cache keeps that no request holds count as free (a new
+     * request's KV takes them when no block is truly free); `engine.stats().prefixCacheBlocks` counts them.
+     */
     blocksUsed: number;
     /** Tokens per block. */
     blockSize: number;

@@ -18,6 +18,7 @@ export interface NativeLoadParams {
   gpuMemoryUtilization: number; // 0 = unset
   dtype: 'auto' | 'float32' | 'bfloat16'; // LoadOptions.activationDtype (vt_engine_params.dtype)
   cudaGraphs: NativeCudaGraphs;
+  prefixCaching: boolean; // vt_engine_params.prefix_caching: 1 (true) or -1 (false)
 }
 
 /** @internal vt_cuda_graphs, field by field (the binding keeps the engine's defaults when it is absent). */
@@ -102,6 +103,11 @@ export interface NativeStats {
   steps: number;
   tokensGenerated: number;
   preemptions: number;
+  prefixCacheQueries: number;
+  prefixCacheQueryTokens: number;
+  prefixCacheHitTokens: number;
+  prefixCacheBlocks: number;
+  prefixCacheEvictions: number;
 }
 
 /** @internal Mirrors vt_memory_report. */

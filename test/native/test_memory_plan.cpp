@@ -181,8 +181,24 @@ static void gpu_memory_utilization() {
   CHECK(a.n_blocks == b.n_blocks && a.kv_cache_bytes == b.kv_cache_bytes && a.workspace_bytes == b.workspace_bytes);
 }
 
+// prefix_caching: 0 (the default, as in zero-initialized params) and 1 are on, -1 off, anything else refused.
+static void prefix_caching() {
+  vt_engine_params p = default_params();
+  p.device = VT_DEVICE_CPU;
+  CHECK(vt::plan_memory(tiny_config(), p).prefix_caching);
+  p.prefix_caching = 1;
+  CHECK(vt::plan_memory(tiny_config(), p).prefix_caching);
+  p.prefix_caching = -1;
+  CHECK(!vt::plan_memory(tiny_config(), p).prefix_caching);
+  for (int32_t bad : {2, -2, 1 << 30}) {
+    p.prefix_caching = bad;
+    CHECK(rejected(p, "prefix_caching"));
+  }
+}
+
 int main() {
   gpu_memory_utilization();
+  prefix_caching();
   defaults();
   given_buckets();
   bad_fields();

@@ -20,7 +20,7 @@ describe('validateLoadOptions', () => {
   it('maps absent options to the native defaults (0 = engine default)', () => {
     const defaults = {
       device: 'auto', threads: 0, maxContext: 0, maxSeqs: 0, maxBatchTokens: 0, kvBlockSize: 0, kvCacheBytes: 0,
-      gpuMemoryUtilization: 0, dtype: 'auto', cudaGraphs: GRAPHS_DEFAULT,
+      gpuMemoryUtilization: 0, dtype: 'auto', cudaGraphs: GRAPHS_DEFAULT, prefixCaching: true,
     };
     expect(validateLoadOptions(undefined)).toStrictEqual(defaults);
     expect(validateLoadOptions({})).toStrictEqual(defaults);
@@ -40,6 +40,7 @@ describe('validateLoadOptions', () => {
         kvCacheBytes: 2 ** 33,
         activationDtype: 'bfloat16',
         cudaGraphs: { enabled: true, maxBatch: 12, buckets: [1, 4, 12], dedup: true, capture: 'first-use' },
+        prefixCaching: false,
         onProgress: () => {},
         signal: controller.signal,
       }),
@@ -54,7 +55,9 @@ describe('validateLoadOptions', () => {
       gpuMemoryUtilization: 0,
       dtype: 'bfloat16',
       cudaGraphs: { enabled: 1, maxBatch: 12, buckets: [1, 4, 12], dedup: true, firstUse: true },
+      prefixCaching: false,
     });
+    expect(validateLoadOptions({ prefixCaching: true }).prefixCaching).toBe(true);
     expect(validateLoadOptions({ gpuMemoryUtilization: 0.85 }).gpuMemoryUtilization).toBe(0.85);
     expect(validateLoadOptions({ gpuMemoryUtilization: 1 }).gpuMemoryUtilization).toBe(1);
     expect(() => validateLoadOptions({ activationDtype: 'float16' })).toThrow(/Option "activationDtype" must be one of/);
@@ -82,6 +85,9 @@ describe('validateLoadOptions', () => {
     ['gpuMemoryUtilization', 1.5, /"gpuMemoryUtilization".*got 1\.5/],
     ['gpuMemoryUtilization', Number.NaN, /"gpuMemoryUtilization".*got NaN/],
     ['gpuMemoryUtilization', '0.5', /"gpuMemoryUtilization".*got "0\.5"/],
+    ['prefixCaching', 1, /"prefixCaching".*got 1/],
+    ['prefixCaching', 'off', /"prefixCaching".*got "off"/],
+    ['prefixCaching', null, /"prefixCaching"/],
     ['onProgress', 'log', /"onProgress".*function/],
     ['signal', { aborted: false }, /"signal".*AbortSignal/],
     ['signal', null, /"signal"/],
