@@ -234,7 +234,8 @@ typedef struct vt_memory_report {
   int64_t weight_host_bytes;            /* weights copied into host heap memory (fp32 norms and biases) */
   int64_t weight_mapped_bytes;          /* weights used in place from the checkpoint's file mapping */
   int64_t weight_mapped_resident_bytes; /* of the checkpoint files' mappings, the bytes in memory now */
-  int64_t kv_cache_bytes;               /* the KV pool as reserved */
+  int64_t kv_cache_bytes;               /* the KV pool as reserved (and the state slots of models whose
+                                           recurrent layers keep a fixed-size state per request) */
   int64_t kv_cache_resident_bytes;      /* of it, pages ever written (-1 if unknown) */
   int32_t kv_blocks_total;
   int32_t kv_blocks_used;               /* held by requests; cached blocks no request holds count as free */

@@ -68,7 +68,7 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
   } else {
     // Fail now, with the option to change, rather than half-way through serving: on the CPU backend the KV pool
     // and the workspaces are host memory (the weights are the checkpoint's page cache, reclaimable).
-    const int64_t needed = plan.kv_cache_bytes + plan.workspace_bytes + w.host_bytes;
+    const int64_t needed = plan.kv_cache_bytes + plan.state_slot_bytes + plan.workspace_bytes + w.host_bytes;
     const int64_t available = host_memory_available();
     if (available >= 0 && needed > available)
       fail(VT_ERR_OUT_OF_MEMORY, "this engine needs " + std::to_string(needed >> 20) + " MiB of host memory (KV cache " +
@@ -79,7 +79,7 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
 
     progress(0.92f, "kv cache");
     e->pool_ = std::make_unique<cpu::ThreadPool>(plan.n_threads);
-    e->kv_ = std::make_unique<KvCache>(c.n_layers, plan.n_blocks, plan.block_size, c.n_kv_heads, c.head_dim);
+    e->kv_ = std::make_unique<KvCache>(plan.state, plan.n_blocks, plan.block_size, plan.n_state_slots);
     e->kv_bytes_ = e->kv_->bytes();
     e->workspace_bytes_ = plan.workspace_bytes;
     e->weight_host_bytes_ = w.host_bytes;
@@ -105,7 +105,8 @@ void Engine::assemble(std::unique_ptr<Decoder> model, const MemoryPlan &plan) {
   kv_block_size_ = plan.block_size;
   decoder_ = model.get();
   blocks_ = std::make_unique<BlockManager>(plan.n_blocks, plan.block_size, plan.prefix_caching);
-  scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{plan.max_seqs, plan.max_batch_tokens}, *blocks_);
+  if (plan.n_state_slots > 0) slots_ = std::make_unique<StateSlots>(plan.n_state_slots);
+  scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{plan.max_seqs, plan.max_batch_tokens}, *blocks_, slots_.get());
   runner_ = std::make_unique<ModelRunner>(std::move(model), plan.block_size, c.vocab_size, plan.max_batch_tokens, plan.max_seqs);
 
   arch_name_ = c.architecture;
@@ -181,7 +182,7 @@ vt_memory_estimate Engine::estimate(const std::string &dir, const vt_engine_para
   est.weight_device_bytes = plan.cuda ? w.bytes : 0;
   est.weight_host_bytes = plan.cuda ? 0 : w.host_bytes;
   est.weight_mapped_bytes = plan.cuda ? 0 : w.bytes;
-  est.kv_cache_bytes = plan.kv_cache_bytes;
+  est.kv_cache_bytes = plan.kv_cache_bytes + plan.state_slot_bytes;
   est.kv_cache_tokens = int64_t(plan.n_blocks) * plan.block_size;
   est.workspace_bytes = plan.workspace_bytes;
   est.max_context = plan.max_context;

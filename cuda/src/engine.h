@@ -72,6 +72,7 @@ class Engine {
   std::unique_ptr<cpu::ThreadPool> pool_;
   std::unique_ptr<KvCache> kv_;  // CPU backend only; the CUDA decoder owns its device KV pool
   std::unique_ptr<BlockManager> blocks_;
+  std::unique_ptr<StateSlots> slots_;  // models whose layers keep a state slot (plan.n_state_slots), else null
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ModelRunner> runner_;
   vt_model_info info_{};

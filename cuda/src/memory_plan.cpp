@@ -8,7 +8,6 @@
 
 #include "backend/cpu/cpu_model_ops.h"
 #include "backend/cuda/cuda_plan.h"
-#include "kv_cache.h"
 #include "models/registry.h"
 #include "status.h"
 
@@ -98,12 +97,23 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
   m.graph_buckets = plan_graph_buckets(p.cuda_graphs, m.max_seqs);
   m.graph_dedup = p.cuda_graphs.dedup == 1;
   m.graph_first_use = p.cuda_graphs.first_use == 1;
-  m.prefix_caching = p.prefix_caching != -1;
+  const ModelEntry &entry = model_entry(c);
+  m.state = entry.state_layout(c);
+  if (m.state.has_slots()) {
+    // A slot per seat; a paused sequence keeps its own (taken back, as its blocks are, when the seats need it).
+    m.n_state_slots = m.max_seqs;
+    m.state_slot_bytes = int64_t(m.n_state_slots) * m.state.slot_elems() * int64_t(sizeof(float));
+    check_option(p.prefix_caching != 1, "prefixCaching is not available for " + c.architecture +
+                                            ": its recurrent layers keep a state per sequence that cached K/V blocks cannot restore");
+  }
+  m.prefix_caching = p.prefix_caching != -1 && !m.state.has_slots();
 
   m.cuda = uses_cuda(p);
   // The CPU's KV cache is fp32; the GPU's is in the activation type (bf16 unless float32 was asked for).
   const int64_t kv_elem = m.cuda && p.dtype != VT_DTYPE_FLOAT32 ? 2 : 4;
-  m.kv_bytes_per_token = KvCache::bytes_per_token(c.n_layers, c.n_kv_heads, c.head_dim, kv_elem);
+  m.kv_bytes_per_token = m.state.kv_bytes_per_token(kv_elem);
+  if (m.kv_bytes_per_token <= 0)  // (a model of recurrent layers only: none is registered; its pool would be empty)
+    fail(VT_ERR_UNSUPPORTED_ARCH, c.architecture + " has no attention layer; the engine needs at least one");
   const int64_t pool_tokens = p.kv_cache_bytes > 0 ? p.kv_cache_bytes / m.kv_bytes_per_token
                                                    : std::max<int64_t>(m.max_context, 4096);
   const int64_t n_blocks = pool_tokens / m.block_size;
@@ -125,7 +135,6 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
   }
   // The CPU decoder's activations, sized by the code that allocates them (the model's declarations through a
   // sizing CpuModelOps), plus the runner's logits and the sampler.
-  const ModelEntry &entry = model_entry(c);
   const Weights shapes = entry.weight_shapes(c);
   CpuModelOps sizing(c, m.max_batch_tokens);
   const std::unique_ptr<Model> model = entry.make(c, shapes, sizing);
@@ -145,13 +154,14 @@ MemoryPlan plan_memory_for(const ModelConfig &c, const vt_engine_params &p, int6
   constexpr int64_t kReserve = int64_t(256) << 20;
   const int64_t total = cuda_total_bytes();
   const int64_t budget = int64_t(double(total) * p.gpu_memory_utilization);
-  const int64_t kv = budget - weight_bytes - m.workspace_bytes - kReserve;
+  const int64_t kv = budget - weight_bytes - m.workspace_bytes - m.state_slot_bytes - kReserve;
   const int64_t need = int64_t(m.max_context) * m.kv_bytes_per_token;
   if (kv < need)
     fail(VT_ERR_OUT_OF_MEMORY,
          "gpuMemoryUtilization " + std::to_string(p.gpu_memory_utilization) + " gives this engine " +
              std::to_string(budget >> 20) + " MiB of the GPU's " + std::to_string(total >> 20) + " MiB: weights " +
-             std::to_string(weight_bytes >> 20) + " MiB and workspaces " + std::to_string(m.workspace_bytes >> 20) +
+             std::to_string(weight_bytes >> 20) + " MiB and workspaces " +
+             std::to_string((m.workspace_bytes + m.state_slot_bytes) >> 20) +
              " MiB leave " + std::to_string(std::max<int64_t>(kv, 0) >> 20) + " MiB for the KV cache, less than maxContext " +
              std::to_string(m.max_context) + " tokens need (" + std::to_string(need >> 20) +
              " MiB); raise gpuMemoryUtilization or lower maxContext (or maxBatchTokens)");

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "loader/config.h"
+#include "models/state_layout.h"
 #include "vt_engine.h"
 #include "tuning.h"
 
@@ -22,6 +23,9 @@ struct MemoryPlan {
   int64_t kv_bytes_per_token = 0;
   int64_t kv_cache_bytes = 0;   // the whole pool (fp32 on the CPU, the activation type on the GPU), resident
                                 // once every block has been used
+  StateLayout state;            // what the model's layers keep per sequence (the registry's state_layout)
+  int32_t n_state_slots = 0;    // max_seqs when some layer keeps a state slot, else 0
+  int64_t state_slot_bytes = 0; // the slots in all (fp32 on every backend)
   int64_t workspace_bytes = 0;  // CPU: activations for max_batch_tokens rows, logits, sampler scratch (host);
                                 // CUDA: CudaDecoder::plan_workspace (device; backend/cuda/cuda_plan.h)
   int64_t activation_bytes = 0;  // CPU: the decoder's activations and scratch, of workspace_bytes (CpuModelOps)
@@ -31,7 +35,8 @@ struct MemoryPlan {
   std::vector<int32_t> graph_buckets;
   bool graph_dedup = false;     // buckets share executables through cuGraphExecUpdate (vt_cuda_graphs.dedup)
   bool graph_first_use = false;  // each bucket captured by its first decode step (vt_cuda_graphs.first_use)
-  bool prefix_caching = true;   // full KV blocks reused across requests (vt_engine_params.prefix_caching)
+  bool prefix_caching = true;   // full KV blocks reused across requests (vt_engine_params.prefix_caching); off
+                                // for models with state slots (a block's K/V alone cannot resume a recurrence)
   // The engine's switches (tuning.h) as they were when the plan was made: the estimate, the plan and the
   // constructors all size and build from these.
   Tuning tuning;

@@ -24,6 +24,7 @@ ForwardBatch ModelRunner::inputs(const std::vector<ScheduledChunk> &plan, bool f
   slots_.clear();
   seq_q_start_.assign(1, 0);
   seq_pos0_.clear();
+  state_slots_.clear();
   logit_rows_.clear();
   size_t max_blocks = 1;
   for (const auto &c : plan) max_blocks = std::max(max_blocks, c.seq->block_table.size());
@@ -40,6 +41,7 @@ ForwardBatch ModelRunner::inputs(const std::vector<ScheduledChunk> &plan, bool f
     }
     std::copy(seq.block_table.begin(), seq.block_table.end(), block_tables_.begin() + s * max_blocks);
     seq_pos0_.push_back(c.pos0);
+    state_slots_.push_back(seq.state_slot);
     seq_q_start_.push_back(int32_t(tokens_.size()));
     if (c.sample) logit_rows_.push_back(int32_t(tokens_.size()) - 1);
   }
@@ -52,6 +54,7 @@ ForwardBatch ModelRunner::inputs(const std::vector<ScheduledChunk> &plan, bool f
   b.slots = slots_.data();
   b.attn = cpu::AttentionBatch{int32_t(plan.size()), seq_q_start_.data(), seq_pos0_.data(), block_tables_.data(),
                                int32_t(max_blocks), bs};
+  b.state_slots = state_slots_.data();
   b.tokens_from_picks = from_picks;
   return b;
 }

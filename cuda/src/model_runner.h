@@ -49,6 +49,7 @@ class ModelRunner {
   int32_t vocab_;
   std::vector<int32_t> tokens_, positions_, slots_;   // (T)
   std::vector<int32_t> seq_q_start_, seq_pos0_;       // (n_seqs + 1), (n_seqs)
+  std::vector<int32_t> state_slots_;                  // (n_seqs)
   std::vector<int32_t> block_tables_;                 // (n_seqs, max_blocks)
   std::vector<int32_t> logit_rows_;                   // (n_sampled)
   PageVector<float> logits_;                          // (n_sampled, vocab), in pages of its own (host_pages.h)

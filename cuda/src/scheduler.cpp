@@ -22,8 +22,9 @@ void move_if(From &from, std::vector<std::unique_ptr<Sequence>> &to, Pick pick) 
 
 }  // namespace
 
-void Scheduler::drop_kv(Sequence &s) {
+void Scheduler::drop_state(Sequence &s) {
   blocks_.release(s.block_table);  // (cached ones stay cached: it may find them again when re-admitted)
+  if (slots_) slots_->release(s.state_slot);
   s.n_computed = 0;
   s.prefix = PrefixChain{};
 }
@@ -31,7 +32,7 @@ void Scheduler::drop_kv(Sequence &s) {
 void Scheduler::preempt_newest() {
   std::unique_ptr<Sequence> s = std::move(running_.back());
   running_.pop_back();
-  drop_kv(*s);  // recomputed from its tokens (prompt + what it generated) when re-admitted
+  drop_state(*s);  // recomputed from its tokens (prompt + what it generated) when re-admitted
   waiting_.push_front(std::move(s));
   ++preemptions_;
 }
@@ -49,7 +50,7 @@ bool Scheduler::resumable() const {
 void Scheduler::resume_allowed() {
   for (auto it = paused_.begin(); it != paused_.end();) {
     Sequence &s = **it;
-    const bool has_kv = !s.block_table.empty();
+    const bool has_kv = s.holds_state();
     // One that kept its KV waits here for a seat rather than give it up (its blocks stay evictable meanwhile).
     if (s.paused() || (has_kv && int32_t(running_.size()) >= limits_.max_seqs)) {
       ++it;
@@ -76,12 +77,12 @@ bool Scheduler::evict_paused() {
   // Those still waiting for their consumer before those allowed to go on (they wait for a seat), and among them
   // the one that has waited the longest.
   auto holding = [](bool waits_for_consumer) {
-    return [=](const std::unique_ptr<Sequence> &s) { return !s->block_table.empty() && s->paused() == waits_for_consumer; };
+    return [=](const std::unique_ptr<Sequence> &s) { return s->holds_state() && s->paused() == waits_for_consumer; };
   };
   auto it = std::find_if(paused_.begin(), paused_.end(), holding(true));
   if (it == paused_.end()) it = std::find_if(paused_.begin(), paused_.end(), holding(false));
   if (it == paused_.end()) return false;
-  drop_kv(**it);
+  drop_state(**it);
   ++preemptions_;
   return true;
 }
@@ -93,6 +94,16 @@ bool Scheduler::admit_room(Sequence &s, int64_t n_tokens) {
   while (blocks_.n_free() < needed && evict_paused()) {
   }
   return blocks_.grow(s.block_table, n_tokens);
+}
+
+bool Scheduler::admit_slot(Sequence &s) {
+  if (!slots_ || s.state_slot >= 0) return true;
+  // Every slot held: running sequences hold at most max_seqs - 1 of them here (there is a seat), so a paused one
+  // holds the rest; take one back as admit_room takes blocks.
+  // (At most one per paused sequence: a loop that cannot end if a slot were not given back.)
+  for (size_t left = paused_.size(); (s.state_slot = slots_->take()) < 0; --left)
+    if (left == 0 || !evict_paused()) return false;
+  return true;
 }
 
 bool Scheduler::reuse_prefix(Sequence &s) {
@@ -142,8 +153,8 @@ std::vector<ScheduledChunk> Scheduler::schedule() {
     Sequence *s = waiting_.front().get();
     const bool looked_up = reuse_prefix(*s);
     const int32_t n = std::min(s->n_pending(), budget);
-    if (!admit_room(*s, int64_t(s->n_computed) + n)) {
-      drop_kv(*s);  // a waiting sequence holds no blocks; it looks again when there is room
+    if (!admit_slot(*s) || !admit_room(*s, int64_t(s->n_computed) + n)) {
+      drop_state(*s);  // a waiting sequence holds no blocks and no slot; it looks again when there is room
       break;
     }
     if (looked_up) {
@@ -180,7 +191,7 @@ std::unique_ptr<Sequence> Scheduler::remove(uint64_t id) {
     out = std::move(*kt);
     paused_.erase(kt);
   }
-  if (out) blocks_.release(out->block_table);
+  if (out) drop_state(*out);
   return out;
 }
 

@@ -9,6 +9,9 @@
 // running sequence or to admit a waiting one), before any running sequence is preempted; it is then recomputed
 // when it goes on.
 //
+// State slots (StateSlots; models whose layers keep a fixed-size state per sequence): a sequence takes one when it is
+// admitted and holds it as it holds its blocks; paused, it keeps both, and gives both back when taken back.
+//
 // Prefix caching (BlockManager): a sequence admitted from the queue (new, preempted or evicted while paused) first
 // takes the longest cached prefix of its tokens in whole blocks as its KV and computes only the rest; as its chunks
 // are committed, the blocks they fill are published for later sequences. Blocks it lets go of (finished, preempted,
@@ -22,6 +25,7 @@
 
 #include "block_manager.h"
 #include "sequence.h"
+#include "state_slots.h"
 
 namespace vt {
 
@@ -39,7 +43,9 @@ struct SchedulerLimits {
 
 class Scheduler {
  public:
-  Scheduler(SchedulerLimits limits, BlockManager &blocks) : limits_(limits), blocks_(blocks) {}
+  // slots: the model's state slots (models/state_layout.h), or null when its layers keep nothing but K/V.
+  Scheduler(SchedulerLimits limits, BlockManager &blocks, StateSlots *slots = nullptr)
+      : limits_(limits), blocks_(blocks), slots_(slots) {}
 
   void add(std::unique_ptr<Sequence> seq) { waiting_.push_back(std::move(seq)); }
 
@@ -81,7 +87,10 @@ class Scheduler {
   bool admit_room(Sequence &s, int64_t n_tokens);
   bool evict_paused();    // lets go of one paused sequence's blocks (it is recomputed when it goes on); false: none
   int32_t paused_blocks() const;  // blocks that letting go of every paused sequence's would free
-  void drop_kv(Sequence &s);      // lets go of its blocks: it is computed again from its tokens
+  void drop_state(Sequence &s);   // lets go of its blocks and its slot: it is computed again from its tokens
+  // A waiting sequence's state slot (none needed without slots), taking one back from a paused sequence when every
+  // slot is held; false when none can be had (it waits).
+  bool admit_slot(Sequence &s);
   // A waiting sequence's cached prefix: holds the blocks, sets n_computed; false when it did not look (caching off,
   // or teacher forcing that needs the logits of those positions).
   bool reuse_prefix(Sequence &s);
@@ -89,6 +98,7 @@ class Scheduler {
 
   SchedulerLimits limits_;
   BlockManager &blocks_;
+  StateSlots *slots_;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // arrival order: index 0 is the oldest
   std::vector<std::unique_ptr<Sequence>> paused_;   // pause order: index 0 has waited for its consumer the longest

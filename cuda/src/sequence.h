@@ -18,6 +18,7 @@ struct Sequence {
   int32_t n_prompt = 0;
   int32_t n_computed = 0;            // tokens[0, n_computed) have K/V in the cache
   std::vector<int32_t> block_table;  // the blocks it holds, in position order (its first ones may be shared, read-only)
+  int32_t state_slot = -1;           // its state slot (StateSlots), for models whose layers keep one; -1: none
   PrefixChain prefix;                // how far its full blocks are identified in the prefix cache (BlockManager)
   int32_t max_tokens = 0;
   std::vector<int32_t> stop_ids;
@@ -35,6 +36,8 @@ struct Sequence {
   // Whether its consumer lets it generate n more tokens (a chained step asks for 2: the one in flight, the next).
   bool allows(int32_t n) const { return allowed_tokens < 0 || int64_t(n_generated()) + n <= allowed_tokens; }
   bool paused() const { return !allows(1); }  // generated all it was allowed: it waits for its consumer
+  // It holds the state of its computed tokens (KV blocks, a state slot): it can go on from them.
+  bool holds_state() const { return !block_table.empty() || state_slot >= 0; }
 };
 
 }  // namespace vt

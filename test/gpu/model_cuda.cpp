@@ -29,6 +29,7 @@ double run_cuda(const std::string &name, const RandomCheckpoint &ck, cuda::Act a
   CudaDecoderParams p;
   p.act = act, p.max_tokens = 8, p.max_seqs = 1, p.max_logit_rows = 8, p.n_blocks = 1, p.block_size = 16;
   p.max_context = 16;
+  p.state = StateLayout::all_attention(c);
   if (graphs) p.graph_buckets = {1};
   CudaDecoder d(c, ck.w, nullptr, p, nullptr, make);
   const double worst = run_against_reference(d, ck, mlp_first, first_logits);

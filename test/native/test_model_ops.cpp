@@ -26,7 +26,7 @@ double run_cpu(const char *name, const RandomCheckpoint &ck, decltype(ModelEntry
                std::vector<float> *first_logits) {
   const ModelConfig c = config();
   cpu::ThreadPool pool(2);
-  KvCache kv(L, 1, 16, NKV, HD);
+  KvCache kv(StateLayout::all_attention(c), 1, 16);
   CpuDecoder d(c, ck.w, pool, kv, 8, make);
   const double worst = run_against_reference(d, ck, mlp_first, first_logits);
   std::printf("%s: max |logit - float64 reference| / max |reference| = %.2e over 7 positions\n", name, worst);
@@ -35,7 +35,7 @@ double run_cpu(const char *name, const RandomCheckpoint &ck, decltype(ModelEntry
 
 }  // namespace
 
-// For every fixture checkpoint: the bytes the plan gives the CPU decoder's activations (a sizing CpuModelOps over
+// For every fixture checkpoint: the bytes the plan gives the KV cache and the CPU decoder's activations (a sizing CpuModelOps over
 // the model's weight shapes, as Engine.estimate reads them) against the bytes the decoder allocated when built
 // over the checkpoint's real weights.
 void plan_against_allocation() {
@@ -50,7 +50,10 @@ void plan_against_allocation() {
     const MemoryPlan plan = plan_memory(c, p);
     const auto ck = Checkpoint::open(dir);
     cpu::ThreadPool pool(1);
-    KvCache kv(c.n_layers, 1, plan.block_size, c.n_kv_heads, c.head_dim);
+    KvCache kv(plan.state, plan.n_blocks, plan.block_size, plan.n_state_slots);
+    record(kv.bytes() == plan.kv_cache_bytes + plan.state_slot_bytes,
+           entry.path().filename().string() + ": KV plan " + std::to_string(plan.kv_cache_bytes + plan.state_slot_bytes) +
+               " B, allocated " + std::to_string(kv.bytes()) + " B");
     const CpuDecoder decoder(c, bind_weights(c, *ck, nullptr), pool, kv, plan.max_batch_tokens);
     record(plan.activation_bytes > 0 && decoder.activation_bytes() == plan.activation_bytes,
            entry.path().filename().string() + ": plan " + std::to_string(plan.activation_bytes) + " B, allocated " +

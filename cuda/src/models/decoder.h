@@ -19,6 +19,10 @@ struct ForwardBatch {
   const int32_t *positions = nullptr;  // (T)
   const int32_t *slots = nullptr;      // (T) KV cache slot of each token: block * block_size + offset
   cpu::AttentionBatch attn{};
+  // (attn.n_seqs) each sequence's state slot (StateSlots; -1 for models without), for the layers that keep one
+  // (models/state_layout.h). A sequence whose chunk starts at position 0 starts from a zero state: its slot holds
+  // whatever its previous holder left.
+  const int32_t *state_slots = nullptr;
   // The tokens are the greedy picks of the previous forward, row for row, where the model keeps them (an overlapped
   // decode step: Decoder::chains); `tokens` is not read then.
   bool tokens_from_picks = false;

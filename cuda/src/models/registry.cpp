@@ -12,10 +12,10 @@ std::unique_ptr<Model> make_dense(const ModelConfig &c, const Weights &w, ModelO
 }
 
 constexpr ModelEntry kModels[] = {
-    {"LlamaForCausalLM", "llama", Family::Llama, make_dense, DenseModel::weight_shapes},
-    {"MistralForCausalLM", "mistral", Family::Llama, make_dense, DenseModel::weight_shapes},
-    {"Qwen2ForCausalLM", "qwen2", Family::Qwen2, make_dense, DenseModel::weight_shapes},
-    {"Qwen3ForCausalLM", "qwen3", Family::Qwen3, make_dense, DenseModel::weight_shapes},
+    {"LlamaForCausalLM", "llama", Family::Llama, make_dense, DenseModel::weight_shapes, StateLayout::all_attention},
+    {"MistralForCausalLM", "mistral", Family::Llama, make_dense, DenseModel::weight_shapes, StateLayout::all_attention},
+    {"Qwen2ForCausalLM", "qwen2", Family::Qwen2, make_dense, DenseModel::weight_shapes, StateLayout::all_attention},
+    {"Qwen3ForCausalLM", "qwen3", Family::Qwen3, make_dense, DenseModel::weight_shapes, StateLayout::all_attention},
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "loader/config.h"
 #include "loader/weights.h"
 #include "models/model.h"
+#include "models/state_layout.h"
 
 namespace vt {
 
@@ -22,6 +23,8 @@ struct ModelEntry {
   std::unique_ptr<Model> (*make)(const ModelConfig &c, const Weights &w, ModelOps &ops);
   // The weight schema's shapes for a config, no data: what sizing needs before a checkpoint is read.
   Weights (*weight_shapes)(const ModelConfig &c);
+  // What each layer keeps per sequence between steps (K/V, a state slot): what sizes the KV pool and the slots.
+  StateLayout (*state_layout)(const ModelConfig &c);
 };
 
 // The row for an architecture; null when the engine has none.

@@ -112,7 +112,8 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   const int64_t KVD = int64_t(c_.n_kv_heads) * c_.head_dim;
   const int64_t R = std::max(p.max_logit_rows, 1), S = std::max(p.max_seqs, 1);
   const cuda::CUdeviceptr kv_layer_bytes = CUdeviceptr(int64_t(p.n_blocks) * p.block_size * KVD * int64_t(as));
-  const int64_t kv_total = int64_t(kv_layer_bytes) * 2 * c_.n_layers;
+  const int64_t kv_total = int64_t(kv_layer_bytes) * 2 * p.state.n_paged() +
+                           int64_t(p.n_state_slots) * p.state.slot_elems() * int64_t(sizeof(float));
   const Workspace ws = plan_workspace(c_, p, ctx_->sm_count(), blas_ != nullptr);
   table_width_ = ws.table_width, attn_rows_ = ws.attn_rows;
   meta_elems_ = ws.meta_elems;
@@ -157,7 +158,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // Zeroed, so the padding rows of a graph replay (which read block 0) compute on finite values.
   kv_ = cuda::DeviceBuffer(size_t(kv_total));
   cuda::check(cuda::driver().cuMemsetD8Async(kv_.ptr(), 0, kv_.bytes(), stream_->get()), "cuMemsetD8Async(kv)");
-  mops_->set_kv(kv_.ptr(), kv_layer_bytes);
+  mops_->set_kv(kv_.ptr(), kv_layer_bytes, p.state);
   last_ = scratch(R * H, 4), last_act_ = scratch(R * H, as);
   logits_ = scratch(R * V, sizeof(float));
   ids_ = scratch(R, 4), lps_ = scratch(R, 4);

@@ -43,6 +43,8 @@ struct CudaDecoderParams {
   int32_t max_seqs = 0;        // sequences of one forward
   int32_t max_logit_rows = 0;  // rows of one project()
   int32_t n_blocks = 0, block_size = 0;
+  StateLayout state;            // what each layer keeps per sequence: sizes the KV pool (and the state slots)
+  int32_t n_state_slots = 0;    // state slots (fp32, state.slot_elems() each), after the KV pool in kv_
   int32_t max_context = 0;             // keys per sequence at most (sizes block tables and attention splits)
   std::vector<int32_t> graph_buckets;  // decode batch sizes to capture, ascending; empty = no graphs
   bool graph_dedup = false;
@@ -177,7 +179,7 @@ class CudaDecoder : public Decoder {
   std::vector<cuda::DeviceBuffer> buffers_;  // the executor's buffers (scratch())
   int64_t workspace_bytes_ = 0, pinned_bytes_ = 0;
 
-  cuda::DeviceBuffer kv_;        // (layer, K|V, n_blocks, block_size, n_kv_heads, head_dim)
+  cuda::DeviceBuffer kv_;        // (attention layer, K|V, n_blocks, block_size, n_kv_heads, head_dim), then the slots
 
   // The head's and the sampler's buffers
   CUdeviceptr last_ = 0;                   // (max_logit_rows, hidden) fp32, rows gathered for the lm_head

@@ -37,6 +37,7 @@
 #include "loader/config.h"
 #include "loader/safetensors.h"
 #include "models/model_ops.h"
+#include "models/state_layout.h"
 #include "tuning.h"
 
 namespace vt {
@@ -68,8 +69,11 @@ class CudaModelOps : public ModelOps {
     std::function<void(int64_t bytes)> uploaded;  // after each matrix, with the matrix bytes uploaded so far
   };
   void set_upload(const Upload *u) { upload_ = u; }
-  // The KV cache: (layer, K|V, n_blocks, block_size, n_kv_heads, head_dim) in the activation type.
-  void set_kv(CUdeviceptr kv, CUdeviceptr layer_bytes) { kv_ = kv, kv_layer_bytes_ = layer_bytes; }
+  // The KV cache: (attention layer, K|V, n_blocks, block_size, n_kv_heads, head_dim) in the activation type, an
+  // attention layer's planes at its place among them (layout's LayerState::index).
+  void set_kv(CUdeviceptr kv, CUdeviceptr layer_bytes, const StateLayout &layout) {
+    kv_ = kv, kv_layer_bytes_ = layer_bytes, layout_ = layout;
+  }
 
   int64_t weight_bytes() const { return weight_bytes_; }
   int64_t workspace_bytes() const { return workspace_bytes_; }  // activations and the ops' scratch
@@ -138,8 +142,9 @@ class CudaModelOps : public ModelOps {
   CUdeviceptr upload_floats(const std::vector<float> &v);
   const DTensor &t(Tensor x) const { return tensors_.at(size_t(x)); }
   CUdeviceptr vec(Vector v) const { return v == kNoVector ? 0 : vectors_.at(size_t(v)); }
-  CUdeviceptr k_cache(int32_t l) const { return kv_ + CUdeviceptr(2 * l) * kv_layer_bytes_; }
-  CUdeviceptr v_cache(int32_t l) const { return kv_ + CUdeviceptr(2 * l + 1) * kv_layer_bytes_; }
+  CUdeviceptr k_cache(int32_t l) const { return kv_ + CUdeviceptr(2 * paged(l)) * kv_layer_bytes_; }
+  CUdeviceptr v_cache(int32_t l) const { return kv_ + CUdeviceptr(2 * paged(l) + 1) * kv_layer_bytes_; }
+  int32_t paged(int32_t l) const;  // the attention layer's index among them (a layer that keeps no K/V: throws)
   void flush_embed();         // runs a deferred embed() (one that no rmsnorm took into its gather)
   void materialize(Tensor x);  // x normed for real, if it is lazily normed
   // Before an op changes a residual or norm_ss_ (a kAddNorm, the embedding): the lazily normed tensor, unless it is
@@ -167,6 +172,7 @@ class CudaModelOps : public ModelOps {
   std::vector<DLinear> linears_;
   std::vector<CUdeviceptr> vectors_;
   CUdeviceptr kv_ = 0, kv_layer_bytes_ = 0;
+  StateLayout layout_;
 
   // Scratch, sized by the declarations: a kAddNorm's product before it is added (as wide as the widest residual),
   // the fused norm's partial sums of squares (kNormSsRows rows of Ops::norm_parts of that width), gate|up before

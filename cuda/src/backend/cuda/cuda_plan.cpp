@@ -35,6 +35,8 @@ CudaDecoderParams cuda_decoder_params(const MemoryPlan &m, const vt_engine_param
   cp.max_logit_rows = std::max(m.max_seqs, 16);  // sampled rows, or one teacher-forcing block
   cp.n_blocks = m.n_blocks;
   cp.block_size = m.block_size;
+  cp.state = m.state;
+  cp.n_state_slots = m.n_state_slots;
   cp.max_context = m.max_context;
   cp.graph_buckets = m.graph_buckets;  // empty when cudaGraphs is off
   cp.graph_dedup = m.graph_dedup;

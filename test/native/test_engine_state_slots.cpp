@@ -1,0 +1,294 @@
+// Per-sequence state slots (issue 21 point 4: models/state_layout.h, state_slots.h, the scheduler's admission), the
+// engine's side without a recurrent model: an engine over a fake decoder (Engine::with_decoder) whose "model" is a
+// recurrence kept in the state slot the engine hands each sequence, state = mix(state, token) per position and
+// next = state mod vocab, so a request's every token depends on all the tokens before it. A slot handed to two
+// sequences at once, one not reset when a sequence starts again from position 0 (after a preemption, or its state
+// taken back while paused), or a sequence given another's slot mid-way changes its tokens; each request's tokens
+// are checked against the recurrence run here on its own. The decoder also checks, per slot, that each chunk starts
+// where the slot's last one ended. Also: StateLayout's arithmetic and the CPU KvCache's addressing by it.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "check.h"
+#include "engine.h"
+#include "kv_cache.h"
+#include "memory_plan.h"
+#include "models/decoder.h"
+#include "models/state_layout.h"
+
+using namespace vt;
+
+namespace {
+
+constexpr int32_t kVocab = 64;
+constexpr int64_t kMod = 2147483647;  // 2^31 - 1
+
+int64_t mix(int64_t state, int32_t token) { return (state * 1000003 + token + 1) % kMod; }
+int32_t pick(int64_t state) { return int32_t(state % kVocab); }
+
+// What a request gets from the recurrence: the state over the prompt, then each pick fed back.
+std::vector<int32_t> expected(const std::vector<int32_t> &prompt, int32_t max_tokens) {
+  int64_t s = 0;
+  for (int32_t t : prompt) s = mix(s, t);
+  std::vector<int32_t> out;
+  while (int32_t(out.size()) < max_tokens) {
+    out.push_back(pick(s));
+    s = mix(s, out.back());
+  }
+  return out;
+}
+
+class RecurrentDecoder : public Decoder {
+ public:
+  RecurrentDecoder(int32_t n_slots, bool chaining) : state_(size_t(n_slots), -1), next_pos_(size_t(n_slots), -1), chaining_(chaining) {}
+  int max_distinct_slots = 0, chained_steps = 0, fresh_starts = 0;
+  std::vector<std::string> violations;
+
+  int step_sleep_ms = 0;  // slows each step, so requests submitted one after another meet in the batch
+
+  void forward(const ForwardBatch &b) override {
+    if (step_sleep_ms) std::this_thread::sleep_for(std::chrono::milliseconds(step_sleep_ms));
+    next_.assign(size_t(b.n_tokens), 0);
+    if (!b.state_slots) throw std::logic_error("no state slots in the batch");
+    if (b.tokens_from_picks) ++chained_steps;
+    std::set<int32_t> seen;
+    for (int32_t q = 0; q < b.attn.n_seqs; ++q) {
+      const int32_t slot = b.state_slots[q], pos0 = b.attn.seq_pos0[q];
+      if (slot < 0 || slot >= int32_t(state_.size()) || !seen.insert(slot).second) {
+        violations.push_back("slot " + std::to_string(slot) + " out of range or twice in one step");
+        continue;
+      }
+      int64_t &s = state_[size_t(slot)];
+      if (pos0 == 0) {
+        s = 0, ++fresh_starts;  // a sequence starting (again): the slot's old contents are not its
+      } else if (next_pos_[size_t(slot)] != pos0) {
+        violations.push_back("slot " + std::to_string(slot) + " continued at " + std::to_string(pos0) + ", its state is at " +
+                             std::to_string(next_pos_[size_t(slot)]));
+      }
+      for (int32_t r = b.attn.seq_q_start[q]; r < b.attn.seq_q_start[q + 1]; ++r) {
+        const int32_t tok = b.tokens_from_picks ? begun_.back().at(size_t(r)) : b.tokens[r];
+        s = mix(s, tok);
+        next_[size_t(r)] = pick(s);
+      }
+      next_pos_[size_t(slot)] = pos0 + b.attn.seq_q_start[q + 1] - b.attn.seq_q_start[q];
+    }
+    max_distinct_slots = std::max(max_distinct_slots, int(seen.size()));
+  }
+  void project(const int32_t *rows, int32_t n, float *logits) override {
+    for (int32_t i = 0; i < n; ++i)
+      for (int32_t v = 0; v < kVocab; ++v) logits[int64_t(i) * kVocab + v] = v == next_.at(size_t(rows[i])) ? 10.f : 0.f;
+  }
+  bool chains(int32_t n) const override { return chaining_ && n >= 1 && n <= 8; }
+  void chain_begin(int32_t n, const SampleRow *) override { begun_.emplace_back(next_.begin(), next_.begin() + n); }
+  void chain_end(int32_t *ids) override {
+    std::copy(begun_.front().begin(), begun_.front().end(), ids);
+    begun_.erase(begun_.begin());
+  }
+
+ private:
+  std::vector<int64_t> state_;
+  std::vector<int32_t> next_pos_;  // per slot: the position its state has reached
+  bool chaining_;
+  std::vector<int32_t> next_;
+  std::vector<std::vector<int32_t>> begun_;
+};
+
+struct Events {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<uint64_t, std::vector<int32_t>> tokens;
+  std::map<uint64_t, int> finishes;
+  static void on_step(const vt_step_event *ev, int32_t n, void *user) {
+    auto &self = *static_cast<Events *>(user);
+    std::lock_guard<std::mutex> lock(self.mu);
+    for (int32_t i = 0; i < n; ++i) {
+      if (ev[i].token >= 0) self.tokens[ev[i].request_id].push_back(ev[i].token);
+      if (ev[i].finish != VT_FINISH_NONE) ++self.finishes[ev[i].request_id];
+    }
+    self.cv.notify_all();
+  }
+  bool wait_finished(const std::vector<uint64_t> &ids) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(20), [&] {
+      return std::all_of(ids.begin(), ids.end(), [&](uint64_t id) { return finishes[id] > 0; });
+    });
+  }
+  size_t count(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mu);
+    return tokens[id].size();
+  }
+};
+
+constexpr int32_t kSeats = 4;
+
+// An engine of kSeats seats and slots over a layout of an attention layer and a recurrent one; n_blocks KV blocks of
+// 16 tokens (few: preemptions).
+std::unique_ptr<Engine> make_engine(int32_t n_blocks, bool chaining, RecurrentDecoder **decoder) {
+  ModelConfig c;
+  c.architecture = "test", c.vocab_size = kVocab, c.max_position_embeddings = 1024;
+  c.eos_token_ids = {kVocab - 1};
+  MemoryPlan m;
+  m.max_context = 256, m.block_size = 16, m.max_seqs = kSeats, m.max_batch_tokens = 64, m.n_blocks = n_blocks;
+  m.state = StateLayout(2, 8);
+  m.state.add_attention();
+  m.state.add_slot(3);
+  m.n_state_slots = kSeats;
+  m.prefix_caching = false;  // (as plan_memory has it for a model with slots)
+  auto d = std::make_unique<RecurrentDecoder>(kSeats, chaining);
+  *decoder = d.get();
+  return Engine::with_decoder(std::move(d), c, m);
+}
+
+vt_request_params greedy(int32_t max_tokens) {
+  vt_request_params p = vt_request_default_params();
+  p.max_tokens = max_tokens;
+  p.temperature = 0;
+  p.n_stop_ids = 0;  // no stop id: every request runs to max_tokens
+  return p;
+}
+
+std::vector<int32_t> prompt_of(int i) {
+  std::vector<int32_t> p;
+  for (int k = 0; k <= (i * 7) % 23; ++k) p.push_back((i * 13 + k * 5) % (kVocab - 1));
+  return p;
+}
+
+// 16 requests through 4 seats and slots, with a KV pool too small for 4 at once (preemptions): every request's
+// tokens are the recurrence's, and afterwards all 4 slots serve 4 requests at once (none leaked).
+void through_few_slots(bool chaining) {
+  RecurrentDecoder *d = nullptr;
+  auto e = make_engine(10, chaining, &d);
+  Events ev;
+  e->set_step_callback(&Events::on_step, &ev);
+  std::vector<uint64_t> ids;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 16; ++i) {
+    prompts.push_back(prompt_of(i));
+    ids.push_back(e->submit(prompts.back().data(), int32_t(prompts.back().size()), greedy(30 + i % 7)));
+  }
+  CHECK(ev.wait_finished(ids));
+  const std::string mode = chaining ? "chained" : "unchained";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::lock_guard<std::mutex> lock(ev.mu);
+    record(ev.tokens[ids[i]] == expected(prompts[i], 30 + int32_t(i) % 7), mode + " request " + std::to_string(i) + ": the recurrence's tokens");
+    record(ev.finishes[ids[i]] == 1, mode + " request " + std::to_string(i) + ": one finish");
+  }
+  const int64_t preempted = e->stats().preemptions;
+  std::printf("%s: %lld preemptions, %d fresh starts, %d chained steps\n", mode.c_str(), (long long)preempted, d->fresh_starts,
+              d->chained_steps);
+  CHECK(preempted > 0);
+  CHECK(d->fresh_starts == 16 + preempted);  // each request once, and again after each preemption
+  if (chaining) CHECK(d->chained_steps > 0);
+
+  // All four slots free again: four one-token prompts run side by side.
+  d->max_distinct_slots = 0;
+  d->step_sleep_ms = 2;
+  std::vector<uint64_t> late;
+  const std::vector<int32_t> one = {7};
+  for (int i = 0; i < kSeats; ++i) late.push_back(e->submit(one.data(), 1, greedy(20)));
+  CHECK(ev.wait_finished(late));
+  CHECK(d->max_distinct_slots == kSeats);
+  for (const std::string &v : d->violations) record(false, mode + ": " + v);
+  CHECK(d->violations.empty());
+}
+
+// A paused request keeps its slot; when every slot is wanted its state is taken back and, allowed to go on, it
+// starts again from position 0 and still gives the recurrence's tokens.
+void paused_gives_back() {
+  RecurrentDecoder *d = nullptr;
+  auto e = make_engine(64, false, &d);
+  Events ev;
+  e->set_step_callback(&Events::on_step, &ev);
+  const std::vector<int32_t> held_prompt = {3, 1, 4, 1, 5};
+  const uint64_t held = e->submit(held_prompt.data(), 5, greedy(40));
+  e->allow_tokens(held, 6);
+  for (int t = 0; t < 400 && e->stats().requests_paused != 1; ++t) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  CHECK(e->stats().requests_paused == 1 && ev.count(held) == 6);
+  const int starts_before = d->fresh_starts;
+  // Four more: the seats are free (a paused request has none), the slots are not: one is the paused request's.
+  d->step_sleep_ms = 2;
+  std::vector<uint64_t> others;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < kSeats; ++i) {
+    prompts.push_back(prompt_of(20 + i));
+    others.push_back(e->submit(prompts.back().data(), int32_t(prompts.back().size()), greedy(25)));
+  }
+  CHECK(ev.wait_finished(others));
+  CHECK(d->max_distinct_slots == kSeats);
+  CHECK(e->stats().preemptions >= 1);  // the paused request's state taken back
+  e->allow_tokens(held, -1);
+  CHECK(ev.wait_finished({held}));
+  {
+    std::lock_guard<std::mutex> lock(ev.mu);
+    CHECK(ev.tokens[held] == expected(held_prompt, 40));
+    for (int i = 0; i < kSeats; ++i) CHECK(ev.tokens[others[size_t(i)]] == expected(prompts[size_t(i)], 25));
+  }
+  CHECK(d->fresh_starts == starts_before + kSeats + 1);  // the four, and the paused one again
+  for (const std::string &v : d->violations) record(false, "paused: " + v);
+  CHECK(d->violations.empty());
+}
+
+// A layout of attention, recurrent and stateless layers: each kind numbered apart, the slots' parts side by side,
+// K/V bytes of the attention layers only; the CPU cache's planes and slot parts where the layout puts them.
+void layout_and_cache() {
+  StateLayout s(2, 8);
+  s.add_attention();
+  s.add_slot(5);
+  s.add_stateless();
+  s.add_attention();
+  s.add_slot(7);
+  CHECK(s.n_layers() == 5 && s.n_paged() == 2 && s.slot_elems() == 12 && s.has_slots());
+  CHECK(s.layer(0).kind == LayerState::kPagedKV && s.layer(0).index == 0);
+  CHECK(s.layer(3).kind == LayerState::kPagedKV && s.layer(3).index == 1);
+  CHECK(s.layer(1).kind == LayerState::kSlot && s.layer(1).index == 0 && s.layer(1).slot_offset == 0);
+  CHECK(s.layer(4).kind == LayerState::kSlot && s.layer(4).index == 1 && s.layer(4).slot_offset == 5);
+  CHECK(s.layer(2).kind == LayerState::kNone);
+  CHECK(s.kv_bytes_per_token(4) == 2 * 2 * 2 * 8 * 4);
+  ModelConfig c;
+  c.n_layers = 3, c.n_kv_heads = 2, c.head_dim = 8;
+  const StateLayout dense = StateLayout::all_attention(c);
+  CHECK(dense.n_paged() == 3 && !dense.has_slots() && dense.kv_bytes_per_token(2) == 3 * 2 * 2 * 8 * 2);
+
+  KvCache kv(s, 4, 16, 3);  // 4 blocks of 16 tokens, 3 slots
+  const int64_t plane = 4 * 16 * 2 * 8;
+  CHECK(kv.bytes() == (2 * 2 * plane + 3 * 12) * int64_t(sizeof(float)));
+  CHECK(kv.k(0) + plane == kv.v(0) && kv.v(0) + plane == kv.k(3) && kv.k(3) + plane == kv.v(3));
+  CHECK(kv.state(1, 0) == kv.v(3) + plane && kv.state(4, 0) == kv.state(1, 0) + 5 && kv.state(1, 2) == kv.state(1, 0) + 24);
+  bool threw = false;
+  try {
+    kv.k(1);  // a recurrent layer has no K/V
+  } catch (const std::logic_error &) {
+    threw = true;
+  }
+  CHECK(threw);
+  threw = false;
+  try {
+    kv.state(4, 3);  // slot 3 of 3
+  } catch (const std::logic_error &) {
+    threw = true;
+  }
+  CHECK(threw);
+  kv.state(4, 2)[6] = 1.f;  // the last value of the mapping is writable
+  CHECK(kv.resident_bytes() > 0);
+}
+
+}  // namespace
+
+int main() {
+  layout_and_cache();
+  through_few_slots(false);
+  through_few_slots(true);
+  paused_gives_back();
+  std::printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed ? 1 : 0;
+}
