@@ -12,7 +12,8 @@ import type { RequestFields } from './request-fields.js';
 
 /**
  * OpenAI's sampling parameters and their generate() option, plus the extensions vLLM and others accept under these
- * names (`top_k`, `min_p`, `repetition_penalty`), which the engine implements.
+ * names (`top_k`, `min_p`, `repetition_penalty`), which the engine implements. (`ignore_eos`, vLLM's too, is read
+ * in samplingOptions.)
  */
 const SAMPLING: ReadonlyArray<readonly [param: string, option: keyof GenerateOptions]> = [
   ['temperature', 'temperature'],
@@ -52,6 +53,11 @@ export function samplingOptions(fields: RequestFields, model: ModelInfo, maxToke
   options.maxTokens = maxTokens(fields, model, maxTokensParams);
   const stop = stopStrings(fields.get('stop'));
   if (stop.length > 0) options.stop = stop;
+  // vLLM's extension, which benchmark clients send: the model's end-of-sequence ids do not end the generation.
+  const ignoreEos = fields.get('ignore_eos');
+  if (ignoreEos !== undefined && typeof ignoreEos !== 'boolean')
+    throw badParam('ignore_eos', `"ignore_eos" must be a boolean, got ${JSON.stringify(ignoreEos)}.`);
+  if (ignoreEos) options.stopTokenIds = [];
   const n = fields.get('n');
   if (n !== undefined && n !== 1) {
     const message = `This server returns one choice per request (n = 1), got n = ${JSON.stringify(n)}. Send n requests instead: the engine batches them.`;

@@ -138,8 +138,18 @@ describe('routes', () => {
   it('GET and HEAD /health report the engine ready', async () => {
     const res = await fetch(`${origin}/health`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: 'ok', requests: { running: 0, waiting: 0 } });
+    expect(await res.json()).toEqual({ status: 'ok', requests: { running: 0, waiting: 0, paused: 0 } });
     expect((await fetch(`${origin}/health`, { method: 'HEAD' })).status).toBe(200);
+  });
+
+  it('GET /health counts a request paused by a reader that fell behind, apart from the running ones', async () => {
+    // An iterator taken and never read: 4 tokens ahead of it, the request pauses (EOS off, so it cannot end first).
+    const gen = engine.generate({ prompt: 'def f(x):' }, { maxTokens: 200, temperature: 0, stopTokenIds: [], highWaterMark: 4 });
+    gen[Symbol.asyncIterator]();
+    await vi.waitFor(() => expect(engine.stats().requestsPaused).toBe(1), { timeout: 30_000 });
+    expect(await (await fetch(`${origin}/health`)).json()).toEqual({ status: 'ok', requests: { running: 0, waiting: 0, paused: 1 } });
+    gen.abort();
+    expect((await gen).finishReason).toBe('abort');
   });
 
   it('without a key, a loopback server answers only requests addressed to this machine (no DNS rebinding)', async () => {
@@ -157,6 +167,23 @@ describe('routes', () => {
       req.end();
     });
     expect(res).toBe(200); // with a key, any name may reach it (a reverse proxy)
+  });
+});
+
+describe('ignore_eos', () => {
+  it("vLLM's ignore_eos: end-of-sequence, made certain by logit_bias, no longer ends a completion; non-booleans are a 400", async () => {
+    const { url } = await listening();
+    const forceEos = Object.fromEntries(engine.modelInfo.eosTokenIds.map((id) => [String(id), 100]));
+    const body = { prompt: 'def f(x):', max_tokens: 12, temperature: 0, logit_bias: forceEos };
+    const stopped = await (await post(`${url}/completions`, body)).json();
+    expect(stopped.choices[0].finish_reason).toBe('stop');
+    expect(stopped.usage.completion_tokens).toBe(1);
+    const ignored = await (await post(`${url}/completions`, { ...body, ignore_eos: true })).json();
+    expect(ignored.choices[0].finish_reason).toBe('length');
+    expect(ignored.usage.completion_tokens).toBe(12);
+    const bad = await post(`${url}/completions`, { ...body, ignore_eos: 'yes' });
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error.param).toBe('ignore_eos');
   });
 });
 
