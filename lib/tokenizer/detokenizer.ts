@@ -2,61 +2,38 @@
  * Streaming detokenization: text of a growing list of token ids, emitted only once it is final.
  * @module
  */
+import { ByteLevelDetokenizer } from './byte-level-detokenizer.js';
 import type { TextTokenizer } from './tokenizer.js';
+import { WindowedDetokenizer } from './windowed-detokenizer.js';
 
-/** How many already-emitted tokens to decode again before the new ones, so word-initial spaces come out right. */
-const CONTEXT_TOKENS = 4;
+/** Which way a {@link StreamDetokenizer} makes text: per-id table (byte-level tokenizers) or re-decoded windows. */
+export type DetokenizerPath = 'byte-level' | 'windowed';
 
 /**
  * Turns token ids, pushed one step at a time, into text pieces whose concatenation is exactly
- * `tokenizer.decode(allIds)`.
- *
- * Byte-level and byte-fallback tokenizers split one character over several tokens; decoding such a prefix yields
- * U+FFFD. So each push decodes a window (a few emitted tokens for context, then the pending ones), and emits the
- * part after the context's text only when it does not end in U+FFFD; otherwise the pending tokens wait for the
- * next push. `finish()` emits what is left as it decodes (a sequence that never completes stays U+FFFD, as in the
- * whole decode). Decoding only a window keeps each push O(window), not O(length).
+ * `tokenizer.decode(allIds)`, none ending inside a character. A tokenizer with a plain ByteLevel decoder takes the
+ * byte-level path ({@link ByteLevelDetokenizer}: a table look-up per token); any other takes the windowed path
+ * ({@link WindowedDetokenizer}: two library decodes per push). The tokenizer decides once, for all its streams
+ * (`TextTokenizer.byteLevelTable()`).
  * @internal
  */
 export class StreamDetokenizer {
-  readonly #tokenizer: TextTokenizer;
-  readonly #skipSpecial: boolean;
-  readonly #ids: number[] = [];
-  /** Start of the context window, and start of the ids whose text has not been emitted. */
-  #prefix = 0;
-  #read = 0;
+  readonly path: DetokenizerPath;
+  readonly #impl: ByteLevelDetokenizer | WindowedDetokenizer;
 
   constructor(tokenizer: TextTokenizer, skipSpecial: boolean) {
-    this.#tokenizer = tokenizer;
-    this.#skipSpecial = skipSpecial;
+    const table = tokenizer.byteLevelTable();
+    this.path = table ? 'byte-level' : 'windowed';
+    this.#impl = table ? new ByteLevelDetokenizer(table, skipSpecial) : new WindowedDetokenizer(tokenizer, skipSpecial);
   }
 
   /** Adds ids; returns the text that became final ('' while a character is still incomplete). */
   push(ids: readonly number[]): string {
-    for (const id of ids) this.#ids.push(id);
-    return this.#emit(false);
+    return this.#impl.push(ids);
   }
 
   /** Returns the text still held back, as decoding the whole would render it. */
   finish(): string {
-    return this.#emit(true);
-  }
-
-  #emit(final: boolean): string {
-    if (this.#read === this.#ids.length) return '';
-    const context = this.#decode(this.#prefix, this.#read);
-    const all = this.#decode(this.#prefix, this.#ids.length);
-    // A decoder may only add text when tokens are appended; if the window's text does not extend the context's,
-    // something re-rendered the boundary (never seen with the tokenizers tested): wait for more tokens.
-    if (!all.startsWith(context) && !final) return '';
-    if (!final && (all.length === context.length || all.endsWith('\uFFFD'))) return '';
-    const text = all.startsWith(context) ? all.slice(context.length) : all;
-    this.#read = this.#ids.length;
-    this.#prefix = Math.max(0, this.#read - CONTEXT_TOKENS);
-    return text;
-  }
-
-  #decode(from: number, to: number): string {
-    return from >= to ? '' : this.#tokenizer.decode(this.#ids.slice(from, to), this.#skipSpecial);
+    return this.#impl.finish();
   }
 }
