@@ -193,13 +193,13 @@ void bench_attention_decode(Stream &s, Ops &ops, int32_t n_heads, int32_t n_kv, 
   const DeviceAttentionBatch &b = meta.batch;
   const int32_t max_keys = bound ? bound : ctx_len;
   const size_t ws_bytes = ops.attention_workspace_bytes(batch, n_heads, n_kv, hd, max_keys);
-  DeviceBuffer ws(ws_bytes);
-  ws.fill_bytes(s.get(), 0);  // the tickets start at zero; every call leaves them so
+  DeviceBuffer ws(ws_bytes), tickets(Ops::attention_tickets_bytes(batch, n_kv));
+  tickets.fill_bytes(s.get(), 0);  // the tickets start at zero; every call leaves them so
   const float scale = 1.0f / std::sqrt(float(hd));
   const double us = median_us(s, [&](int i) {
     const CUdeviceptr off = CUdeviceptr((size_t(i) % copies) * cache_bytes);
     ops.attention_decode(s.get(), q.ptr(), 0, kc.ptr() + off, vc.ptr() + off, b, batch, n_heads, n_kv, hd, scale,
-                         max_keys, ws.ptr(), ws_bytes, out.ptr());
+                         max_keys, tickets.ptr(), ws.ptr(), ws_bytes, out.ptr());
   });
   char shape[96];
   std::snprintf(shape, sizeof shape, "b%d x ctx %d, %d/%dx128, %d splits%s", batch, ctx_len, n_heads, n_kv,

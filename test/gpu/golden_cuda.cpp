@@ -20,9 +20,10 @@
 // ids of the first (they share the CUDA context: one's graph captures must survive the other's work).
 //
 //   golden_cuda [--device cpu|cuda|auto] [--dtype float32|bfloat16] [--fixtures DIR] [--only NAME] [--requests N]
-//               [--graphs on|off] [--capture load|first-use]
+//               [--graphs on|off] [--capture load|first-use] [--prefix-caching on|off]
 // (--only: that fixture alone, e.g. for a compute-sanitizer run; --graphs off: no CUDA graphs for decode;
-// --capture first-use: each graph captured by the first decode step that needs it, cudaGraphs.capture)
+// --capture first-use: each graph captured by the first decode step that needs it, cudaGraphs.capture;
+// --prefix-caching off: the engines run without the prefix cache, except the prefix check's own)
 // Exit code 0 when every check passed; 2 when --device cuda finds no GPU (ERR_NO_GPU), so callers can skip.
 #include <nlohmann/json.hpp>
 
@@ -318,6 +319,53 @@ bool check_device_sampling(const std::string &name, const fs::path &dir, const v
 // Two engines loaded at once on two threads, each then serving every prompt: they share the process's CUDA
 // context, so one's load or first steps (graph captures) must not break the other's (a context-wide wait during
 // another engine's capture did). Each must give the ids of the engine loaded alone. Returns false when it failed.
+// Prefix caching: in a fresh engine, each prompt of more than one KV block runs after a request of its first
+// L tokens (L = one block + 1, then two blocks + 1 where it is that long) has put its first whole blocks in the cache,
+// so that the prompt computes only what follows them (a prefill chunk starting past position 0, or one row); its ids
+// and logprobs must be those it got alone (fp32: within 1e-4; bf16: ids to the decisive step, logprobs within the
+// bf16 tolerance), and the engine must report the hits.
+void check_prefix_cache(const std::string &name, const fs::path &dir, const vt_engine_params &ep,
+                        const std::vector<Prompt> &prompts, const std::vector<Result> &alone, bool bf16, double bf16_tol) {
+  vt_engine_params p = ep;
+  p.prefix_caching = 1;
+  vt_engine *e = nullptr;
+  char err[1024] = {0};
+  if (vt_engine_load(dir.c_str(), p, &e, err, sizeof err) != VT_OK) {
+    fail_check(name + ": prefix cache: load: " + err);
+    return;
+  }
+  Collector col;
+  vt_engine_set_step_callback(e, &Collector::on_step, &col);
+  const int32_t bs = 16;  // the default kvBlockSize
+  int checked = 0;
+  const double tol = bf16 ? bf16_tol : 1e-4;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    for (int32_t cut : {bs + 1, 2 * bs + 1, int32_t(prompts[i].ids.size())}) {
+      if (int32_t(prompts[i].ids.size()) <= bs || cut > int32_t(prompts[i].ids.size())) continue;
+      Prompt head = prompts[i];
+      head.ids.resize(size_t(cut));
+      const uint64_t a = submit(e, head, 1, 0);
+      if (a) col.wait(a);
+      const uint64_t b = submit(e, prompts[i], int(prompts[i].greedy.size()));
+      const Result r = b ? col.wait(b) : Result{};
+      const std::string tag = name + " prefix cache: prompt " + std::to_string(i) + " after its first " + std::to_string(cut);
+      const int n = std::min<int>(prompts[i].decisive(bf16 ? bf16_tol : 1e-3), int(r.ids.size()));
+      if (!std::equal(r.ids.begin(), r.ids.begin() + n, alone[i].ids.begin())) fail_check(tag + ": ids differ from alone");
+      double worst = 0;
+      for (size_t t = 0; t < std::min(r.lps.size(), alone[i].lps.size()) && int(t) < n; ++t)
+        worst = std::max(worst, std::fabs(double(r.lps[t]) - double(alone[i].lps[t])));
+      if (worst > tol) fail_check(tag + ": logprob off by " + std::to_string(worst) + " from alone");
+      ++checked;
+    }
+  }
+  vt_engine_stats st{};
+  vt_engine_stats_get(e, &st);
+  if (checked > 0 && st.prefix_cache_hit_tokens <= 0) fail_check(name + " prefix cache: no hits reported");
+  std::printf("%s: prefix cache: %d prompts after a cached prefix, %lld tokens found cached\n", name.c_str(), checked,
+              (long long)st.prefix_cache_hit_tokens);
+  vt_engine_free(e);
+}
+
 bool check_concurrent_engines(const std::string &name, const fs::path &dir, const vt_engine_params &ep,
                               const std::vector<Prompt> &prompts, const std::vector<Result> &alone) {
   const int f0 = failures;
@@ -353,7 +401,7 @@ bool check_concurrent_engines(const std::string &name, const fs::path &dir, cons
 int main(int argc, char **argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string device = "cuda", dtype = "float32", fixtures = "test/fixtures", only;
-  bool graphs = true, first_use = false;
+  bool graphs = true, first_use = false, prefix_caching = true;
   int n_requests = 64;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -364,6 +412,7 @@ int main(int argc, char **argv) {
     else if (a == "--requests" && i + 1 < argc) n_requests = std::atoi(argv[++i]);
     else if (a == "--graphs" && i + 1 < argc) graphs = std::string(argv[++i]) != "off";
     else if (a == "--capture" && i + 1 < argc) first_use = std::string(argv[++i]) == "first-use";
+    else if (a == "--prefix-caching" && i + 1 < argc) prefix_caching = std::string(argv[++i]) != "off";
     else { std::fprintf(stderr, "usage: golden_cuda [--device cpu|cuda|auto] [--dtype float32|bfloat16] [--fixtures DIR] [--only NAME] [--requests N] [--graphs on|off] [--capture load|first-use]\n"); return 64; }
   }
   const bool bf16 = dtype == "bfloat16";
@@ -401,6 +450,7 @@ int main(int argc, char **argv) {
     ep.n_threads = 2;
     if (!graphs) ep.cuda_graphs.enabled = 0;
     ep.cuda_graphs.first_use = first_use ? 1 : 0;
+    ep.prefix_caching = prefix_caching ? 0 : -1;
     vt_engine *e = nullptr;
     char err[1024] = {0};
     const auto t0 = std::chrono::steady_clock::now();
@@ -442,6 +492,7 @@ int main(int argc, char **argv) {
     const int sampled_fail = failures - s0;
     const int c0 = failures;
     if (std::string(info.device) == "cuda") check_concurrent_engines(name, dir, ep, prompts, alone);
+    check_prefix_cache(name, dir, ep, prompts, alone, bf16, bf16_tol);
     const int concurrent_fail = failures - c0;
 
     // Batching: n_requests at once, cycling through the prompts with shrinking lengths.
@@ -461,8 +512,11 @@ int main(int argc, char **argv) {
       gen_tokens += int64_t(r.ids.size());
       const int n = std::min<int>(prompts[i].decisive(bf16 ? bf16_tol : 1e-3), int(r.ids.size()));
       if (r.finish != VT_FINISH_LENGTH) fail_check(name + " batched: finish " + std::to_string(r.finish) + " " + r.message);
-      if (!std::equal(r.ids.begin(), r.ids.begin() + n, alone[i].ids.begin()))
-        fail_check(name + " batched request of prompt " + std::to_string(i) + " differs from it alone");
+      if (!std::equal(r.ids.begin(), r.ids.begin() + n, alone[i].ids.begin())) {
+        const auto at = std::mismatch(r.ids.begin(), r.ids.begin() + n, alone[i].ids.begin()).first - r.ids.begin();
+        fail_check(name + " batched request of prompt " + std::to_string(i) + " differs from it alone from step " +
+                   std::to_string(at) + " (of " + std::to_string(r.ids.size()) + ")");
+      }
       exact += std::equal(r.ids.begin(), r.ids.end(), alone[i].ids.begin());
     }
     const double batch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();

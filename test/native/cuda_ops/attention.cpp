@@ -175,12 +175,11 @@ void test_attention_decode_case(Env &env, cuda::Ops &ops, int32_t n_heads, int32
                Dev dq = upload_act(q_rows, act), dk = upload_act(kc_dev, act), dv = upload_act(vc_dev, act);
                DeviceBuffer dstart = upload_raw(q_start), dpos = upload_raw(pos0), dtab = upload_raw(tables);
                const size_t ws_bytes = ops.attention_workspace_bytes(T, n_heads, n_kv, hd, max_keys);
-               const size_t ticket_bytes = size_t(T) * size_t(n_kv) * 4;
-               if ((splits == 1) != (ws_bytes == 0) || (ws_bytes && ws_bytes < ticket_bytes))
+               const size_t ticket_bytes = cuda::Ops::attention_tickets_bytes(T, n_kv);
+               if ((splits == 1) != (ws_bytes == 0))
                  return why = fmt("workspace of %zu bytes for %d splits", ws_bytes, splits), false;
-               std::vector<uint8_t> ws_init(ws_bytes, 0xff);  // scratch NaN, tickets zero
-               std::fill_n(ws_init.begin(), std::min(ticket_bytes, ws_bytes), uint8_t(0));
-               DeviceBuffer ws = upload_raw(ws_init);  // one byte when ws_bytes is 0; then the op gets 0
+               DeviceBuffer ws = upload_raw(std::vector<uint8_t>(ws_bytes, 0xff));  // scratch NaN (one byte when empty)
+               DeviceBuffer tk = upload_raw(std::vector<uint8_t>(ticket_bytes, 0));
                const CUdeviceptr ws_ptr = ws_bytes ? ws.ptr() : 0;
                const CUdeviceptr off = CUdeviceptr(opt.cache_offset * int64_t(cuda::act_size(act)));
                cuda::DeviceAttentionBatch db{n_seqs, dstart.ptr(), dpos.ptr(), dtab.ptr(), max_blocks, bs};
@@ -191,12 +190,12 @@ void test_attention_decode_case(Env &env, cuda::Ops &ops, int32_t n_heads, int32
                for (int run = 0; run < 2; ++run) {
                  Dev out = poisoned(q.size(), act);
                  ops.attention_decode(env.stream.get(), dq.ptr(), opt.q_pad ? stride : 0, dk.ptr() + off,
-                                      dv.ptr() + off, db, T, n_heads, n_kv, hd, scale, max_keys, ws_ptr, ws_bytes,
-                                      out.ptr());
+                                      dv.ptr() + off, db, T, n_heads, n_kv, hd, scale, max_keys, tk.ptr(), ws_ptr,
+                                      ws_bytes, out.ptr());
                  env.stream.synchronize();
                  if (ws_bytes) {
                    std::vector<uint32_t> tickets(size_t(T) * size_t(n_kv));
-                   ws.download(env.stream.get(), tickets.data(), ticket_bytes);
+                   tk.download(env.stream.get(), tickets.data(), ticket_bytes);
                    if (!std::all_of(tickets.begin(), tickets.end(), [](uint32_t x) { return x == 0; }))
                      return why = fmt("run %d left a ticket non-zero", run + 1), false;
                  }
@@ -221,7 +220,60 @@ void test_attention_decode_case(Env &env, cuda::Ops &ops, int32_t n_heads, int32
              });
 }
 
+// One tickets buffer and one workspace shared by calls of different row counts, as an engine's steps share them
+// (CudaModelOps): a call of few rows in several splits, then one of more rows, then both again, each against the
+// reference and each leaving the tickets at zero. When the tickets sat at the start of the workspace and the
+// partials after them, the few-row call's partials lay where the many-row call counted its tickets (from 64
+// (row, kv head) pairs on): their merges never happened, and the tickets stayed spoilt for every later call.
+// many_rows: rows whose (row, kv head) pairs pass 64 (more than 256 bytes of tickets) but stay under 2 SMs' worth,
+// so that the call still splits its rows.
+void test_attention_decode_shared(Env &env, cuda::Ops &ops, int32_t n_heads, int32_t n_kv, int32_t hd, int many_rows) {
+  const Act act = ops.act();
+  std::vector<std::pair<int32_t, int32_t>> few = {{1, 700}, {1, 900}}, many;
+  for (int i = 0; i < many_rows; ++i) many.push_back({1, 200 + int32_t(below(1300))});
+  int32_t t_max = 0;
+  size_t ws_bytes = 0;
+  for (const auto *seqs : {&few, &many}) {
+    const BatchLayout b = layout_of(*seqs, 16, 1);
+    t_max = std::max(t_max, b.T);
+    ws_bytes = std::max(ws_bytes, ops.attention_workspace_bytes(b.T, n_heads, n_kv, hd, b.longest));
+  }
+  const size_t ticket_bytes = cuda::Ops::attention_tickets_bytes(t_max, n_kv);
+  DeviceBuffer ws = upload_raw(std::vector<uint8_t>(ws_bytes, 0xff)), tk = upload_raw(std::vector<uint8_t>(ticket_bytes, 0));
+  int call = 0;
+  for (const auto *seqs : {&few, &many, &few, &many}) {
+    ++call;
+    const BatchLayout b = layout_of(*seqs, 16, 1);
+    check_case(env,
+               fmt("attention_decode[%s] shared tickets and workspace, call %d: %d rows, heads %d kv_heads %d head_dim %d",
+                   cuda::act_name(act), call, b.T, n_heads, n_kv, hd),
+               [&](std::string &why) {
+                 const PagedKv kv = make_paged_kv(*seqs, n_kv, hd, 16, act, b.max_blocks, b.total_blocks);
+                 const auto q = rand_act(size_t(b.T) * size_t(n_heads) * size_t(hd), act, -2, 2);
+                 const float scale = 1.0f / std::sqrt(float(hd));
+                 Dev dq = upload_act(q, act), dk = upload_act(kv.k, act), dv = upload_act(kv.v, act);
+                 DeviceBuffer dstart = upload_raw(b.q_start), dpos = upload_raw(b.pos0), dtab = upload_raw(kv.tables);
+                 const cuda::DeviceAttentionBatch db{int32_t(seqs->size()), dstart.ptr(), dpos.ptr(), dtab.ptr(), b.max_blocks, 16};
+                 Dev out = poisoned(q.size(), act);
+                 ops.attention_decode(env.stream.get(), dq.ptr(), 0, dk.ptr(), dv.ptr(), db, b.T, n_heads, n_kv, hd, scale,
+                                      b.longest, tk.ptr(), ws.ptr(), ws_bytes, out.ptr());
+                 env.stream.synchronize();
+                 std::vector<uint32_t> tickets(ticket_bytes / 4);
+                 tk.download(env.stream.get(), tickets.data(), ticket_bytes);
+                 if (!std::all_of(tickets.begin(), tickets.end(), [](uint32_t x) { return x == 0; }))
+                   return why = "a ticket left non-zero", false;
+                 bool guard = false;
+                 const auto got = download(out, &guard);
+                 const std::vector<float> ref = attention_reference(env, q, b, kv, 16, n_heads, n_kv, hd, scale);
+                 return close(got, ref, tol_for(act), guard, &why, act == Act::F32 ? 0.05 : 0.1);
+               });
+  }
+}
+
 void test_attention_decode(Env &env, cuda::Ops &ops) {
+  // the engine's steps share their tickets and workspace: calls of different row counts one after the other
+  test_attention_decode_shared(env, ops, 4, 2, 16, 48);
+  test_attention_decode_shared(env, ops, 32, 8, 128, 12);
   // one decode row per context, around block boundaries and long: most run in several splits
   std::vector<int32_t> contexts = {1, 15, 16, 17, 384};
   if (!g_small) contexts.push_back(4096);
@@ -323,10 +375,8 @@ void test_rope_then_attention_case(Env &env, cuda::Ops &ops, int32_t n_heads, in
                const CUdeviceptr qnp = norm ? dqn.ptr() : 0, knp = norm ? dkn.ptr() : 0;
                const cuda::DeviceAttentionBatch db{n_seqs, dstart.ptr(), dpos0.ptr(), dtab.ptr(), b.max_blocks, bs};
                const size_t ws_bytes = ops.attention_workspace_bytes(T, n_heads, n_kv, hd, max_keys);
-               const size_t ticket_bytes = std::min(ws_bytes, size_t(T) * size_t(n_kv) * 4);
-               std::vector<uint8_t> ws_init(ws_bytes, 0xff);
-               std::fill_n(ws_init.begin(), ticket_bytes, uint8_t(0));
-               DeviceBuffer ws = upload_raw(ws_init);
+               DeviceBuffer ws = upload_raw(std::vector<uint8_t>(ws_bytes, 0xff));
+               DeviceBuffer tk = upload_raw(std::vector<uint8_t>(cuda::Ops::attention_tickets_bytes(T, n_kv), 0));
                const auto s = env.stream.get();
                // synced: the stream waits between the launches (the reference); else they overlap as in a step.
                auto run = [&](bool synced, bool &guard) {
@@ -336,7 +386,7 @@ void test_rope_then_attention_case(Env &env, cuda::Ops &ops, int32_t n_heads, in
                                 dslot.ptr(), k.ptr(), v.ptr());
                  if (synced) env.stream.synchronize();
                  ops.attention_decode(s, dqkv.ptr(), width, k.ptr(), v.ptr(), db, T, n_heads, n_kv, hd, scale,
-                                      max_keys, ws_bytes ? ws.ptr() : 0, ws_bytes, out.ptr());
+                                      max_keys, tk.ptr(), ws_bytes ? ws.ptr() : 0, ws_bytes, out.ptr());
                  return download(out, &guard);
                };
                bool guard = false;

@@ -35,6 +35,8 @@ CudaModelOps::CudaModelOps(const ModelConfig &c, const Params &p, int sm_count) 
     attn_ws_bytes_ = std::max(attn_ws_bytes_, cuda::Ops::attention_workspace_bytes(sm_count, t, c.n_heads, c.n_kv_heads,
                                                                                    c.head_dim, std::max(p.max_context, 1)));
   attn_ws_ = alloc(attn_ws_bytes_);
+  attn_tickets_bytes_ = cuda::Ops::attention_tickets_bytes(std::max(p.attn_rows, 1), c.n_kv_heads);
+  attn_tickets_ = alloc(attn_tickets_bytes_);
 }
 
 CudaModelOps::CudaModelOps(const ModelConfig &c, const Params &p, cuda::Context &ctx, cuda::Ops &ops,
@@ -45,9 +47,10 @@ CudaModelOps::CudaModelOps(const ModelConfig &c, const Params &p, cuda::Context 
   ctx_ = &ctx, ops_ = &ops, blas_ = blas, stream_ = stream;
   blas_rows_ = blas != nullptr;
   attn_ws_ = alloc(attn_ws_bytes_);
-  // Zeroed once: its tickets must start at zero (every attention_decode call leaves them so).
-  cuda::check(cuda::driver().cuMemsetD8Async(attn_ws_, 0, std::max<size_t>(attn_ws_bytes_, 16), stream_),
-              "cuMemsetD8Async(attention workspace)");
+  attn_tickets_ = alloc(attn_tickets_bytes_);
+  // Zeroed once: the tickets must start at zero (every attention_decode call leaves them so).
+  cuda::check(cuda::driver().cuMemsetD8Async(attn_tickets_, 0, attn_tickets_bytes_, stream_),
+              "cuMemsetD8Async(attention tickets)");
   // Only where the fused kernel's blocks (head_dim / 16 a head) fit twice over in the SMs: on the H200 it gave 1.07x
   // on the Qwen3-0.6B shape at batch 1 (256 blocks, 132 SMs) and 0.991x on 8B (384 blocks), bench/RESULTS.md
   // session 8. (Why 8B loses is not established; each head's blocks are a cluster, scheduled together.)
@@ -351,7 +354,8 @@ void CudaModelOps::attention(Tensor qkv, int32_t layer, Tensor out) {
   switch (attn_) {
     case Attn::kDecode:
       ops_->attention_decode(stream_, Q.ptr, Q.cols, k_cache(layer), v_cache(layer), s_.attn, T, c_.n_heads,
-                             c_.n_kv_heads, c_.head_dim, scale, s_.max_keys, attn_ws_, attn_ws_bytes_, O.ptr);
+                             c_.n_kv_heads, c_.head_dim, scale, s_.max_keys, attn_tickets_, attn_ws_, attn_ws_bytes_,
+                             O.ptr);
       return;
     case Attn::kPrefill:
       ops_->attention_prefill(stream_, Q.ptr, Q.cols, k_cache(layer), v_cache(layer), s_.attn, T, c_.n_heads,

@@ -179,9 +179,9 @@ class CudaModelOps : public ModelOps {
   // SiLU·mul where the fused GEMV does not run (the widest two-part layer), the output's fp32 rows (a kOutput
   // tensor's, bf16 activations; with fp32 ones the tensor itself), the split-K attention partials.
   static constexpr int64_t kNormSsRows = 8;  // gemv_rows_max()'s largest
-  CUdeviceptr proj_ = 0, norm_ss_ = 0, gate_up_ = 0, final_ = 0, attn_ws_ = 0;
+  CUdeviceptr proj_ = 0, norm_ss_ = 0, gate_up_ = 0, final_ = 0, attn_ws_ = 0, attn_tickets_ = 0;
   int64_t proj_cols_ = 0, gate_up_cols_ = 0;
-  size_t attn_ws_bytes_ = 0;
+  size_t attn_ws_bytes_ = 0, attn_tickets_bytes_ = 0;  // split-K attention: partials; tickets for attn_rows rows
   Tensor output_{-1};
 
   // The step

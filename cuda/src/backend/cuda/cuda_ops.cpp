@@ -436,18 +436,18 @@ void Ops::attention(CUstream s, CUdeviceptr q, CUdeviceptr k_cache, CUdeviceptr 
 
 namespace {
 
-// attention_decode's workspace: tickets (T, n_kv_heads) uint32 | (m, l) (T, n_heads, n_splits, 2) fp32 |
-// acc (T, n_heads, n_splits, head_dim) fp32, each part starting 256-byte aligned. Nothing for one split.
+// attention_decode's workspace: (m, l) (T, n_heads, n_splits, 2) fp32 | acc (T, n_heads, n_splits, head_dim) fp32,
+// each part starting 256-byte aligned. Nothing for one split. (The tickets are a buffer of their own.)
 struct SplitWorkspace {
   size_t ml = 0, acc = 0, bytes = 0;  // offsets of the parts, total
 };
 
-SplitWorkspace split_workspace(int64_t T, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, int32_t n_splits) {
+SplitWorkspace split_workspace(int64_t T, int32_t n_heads, int32_t head_dim, int32_t n_splits) {
   SplitWorkspace w;
   if (n_splits <= 1) return w;
   const auto aligned = [](size_t bytes) { return (bytes + 255) & ~size_t(255); };
   const size_t partials = size_t(T) * size_t(n_heads) * size_t(n_splits);
-  w.ml = aligned(size_t(T) * size_t(n_kv_heads) * sizeof(uint32_t));
+  w.ml = 0;
   w.acc = w.ml + aligned(partials * 2 * sizeof(float));
   w.bytes = w.acc + partials * size_t(head_dim) * sizeof(float);
   return w;
@@ -476,7 +476,7 @@ int32_t Ops::attention_splits(int64_t T, int32_t n_kv_heads, int32_t max_keys) c
 
 size_t Ops::attention_workspace_bytes(int sm_count, int64_t T, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
                                       int32_t max_keys) {
-  return split_workspace(T, n_heads, n_kv_heads, head_dim, attention_splits(sm_count, T, n_kv_heads, max_keys)).bytes;
+  return split_workspace(T, n_heads, head_dim, attention_splits(sm_count, T, n_kv_heads, max_keys)).bytes;
 }
 
 int32_t Ops::attention_splits(int sm_count, int64_t T, int32_t n_kv_heads, int32_t max_keys) {
@@ -494,8 +494,8 @@ size_t Ops::attention_workspace_bytes(int64_t T, int32_t n_heads, int32_t n_kv_h
 
 void Ops::attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUdeviceptr k_cache, CUdeviceptr v_cache,
                            const DeviceAttentionBatch &b, int64_t T, int32_t n_heads, int32_t n_kv_heads,
-                           int32_t head_dim, float scale, int32_t max_keys, CUdeviceptr workspace,
-                           size_t workspace_bytes, CUdeviceptr out) {
+                           int32_t head_dim, float scale, int32_t max_keys, CUdeviceptr tickets,
+                           CUdeviceptr workspace, size_t workspace_bytes, CUdeviceptr out) {
   const long long stride = q_row_stride ? q_row_stride : int64_t(n_heads) * head_dim;
   const int64_t width = int64_t(n_heads) * head_dim;  // what a q row holds
   require(n_kv_heads > 0 && n_kv_heads <= 65535 && n_heads % n_kv_heads == 0 && n_heads / n_kv_heads >= 1 &&
@@ -504,9 +504,9 @@ void Ops::attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUde
           "attention_decode shape");
   if (T == 0) return;
   const int32_t n_splits = attention_splits(T, n_kv_heads, max_keys);
-  const SplitWorkspace w = split_workspace(T, n_heads, n_kv_heads, head_dim, n_splits);
-  require(workspace_bytes >= w.bytes && (w.bytes == 0 || (workspace && workspace % 16 == 0)),
-          "attention_decode workspace (see attention_workspace_bytes)");
+  const SplitWorkspace w = split_workspace(T, n_heads, head_dim, n_splits);
+  require(workspace_bytes >= w.bytes && (w.bytes == 0 || (workspace && workspace % 16 == 0 && tickets)),
+          "attention_decode workspace and tickets (see attention_workspace_bytes, attention_tickets_bytes)");
   // Tensor cores read 16-byte pieces of cache rows: head_dim a multiple of 32 and aligned caches.
   const bool mma = act_ == Act::BF16 && (head_dim == 64 || head_dim == 128 || head_dim == 256) &&
                    (k_cache | v_cache) % 16 == 0;
@@ -525,7 +525,7 @@ void Ops::attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUde
   // attention_split.cuh's split_smem_floats (kept in step here)
   const int64_t floats = std::max(kSplitWarps * group * (head_dim + 2), group * int64_t(n_splits));
   const unsigned shared = unsigned(sizeof(float) * floats);
-  const CUdeviceptr tickets = workspace, part_ml = workspace + w.ml, part_acc = workspace + w.acc;
+  const CUdeviceptr part_ml = workspace + w.ml, part_acc = workspace + w.acc;
   const Dim3 grid{unsigned(T), unsigned(n_kv_heads), unsigned(n_splits)}, block{unsigned(kSplitWarps * 32)};
   ctx_.launch_pdl(f, grid, block, shared, s, q, stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0, b.block_tables,
                   b.n_seqs, b.max_blocks_per_seq, b.block_size, n_heads, n_kv_heads, head_dim, scale, n_splits, tickets,

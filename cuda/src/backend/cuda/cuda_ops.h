@@ -211,11 +211,14 @@ class Ops {
   //   graph. With T, n_kv_heads and the SM count it fixes the grid and the workspace; the actual lengths (in
   //   device memory) never change the launch, so a captured launch stays valid for any batch of T rows. A row
   //   past the bound is still right, in fewer, longer splits.
-  //   workspace: attention_workspace_bytes(...) bytes of the same T, n_heads, n_kv_heads, head_dim, max_keys (0:
-  //   none needed, workspace may be 0), 16-byte aligned, zero-filled once when allocated: its first
-  //   T * n_kv_heads uint32 are tickets that every call leaves at zero, the rest is scratch. Calls that share a
-  //   workspace must not run concurrently (one per stream). The size is not monotonic in T (fewer splits as T
-  //   grows; none once T * n_kv_heads >= 2 SMs): one workspace for several batch sizes takes the largest.
+  //   tickets: attention_tickets_bytes(T, n_kv_heads) bytes or more, zero-filled once when allocated; every call
+  //   leaves them at zero, so calls of any row counts up to the buffer's share it. workspace: scratch for the
+  //   splits' partials, attention_workspace_bytes(...) bytes of the same T, n_heads, n_kv_heads, head_dim, max_keys
+  //   (0: none needed, workspace may be 0), 16-byte aligned. The size is not monotonic in T (fewer splits as T
+  //   grows; none once T * n_kv_heads >= 2 SMs): one workspace for several batch sizes takes the largest. Calls
+  //   that share either buffer must not run concurrently (one per stream). (The tickets once sat at the start of
+  //   the workspace, the partials after them: a call's partials then lay where a later call of more rows counted
+  //   its tickets, which then never came back to zero and merged partials that were not there.)
   //   Few rows (attention_cluster) take the cluster form, whose splits of a (row, kv head) merge in distributed
   //   shared memory (8 splits: 1.034x at Qwen3-0.6B batch 1 on the H200 with ~400 keys); where that grid has fewer
   //   blocks than SMs, only up to kClusterMaxKeys keys, past which the ticket form, whose split count grows with
@@ -229,9 +232,10 @@ class Ops {
   static int32_t attention_splits(int sm_count, int64_t T, int32_t n_kv_heads, int32_t max_keys);
   static size_t attention_workspace_bytes(int sm_count, int64_t T, int32_t n_heads, int32_t n_kv_heads,
                                           int32_t head_dim, int32_t max_keys);
+  static size_t attention_tickets_bytes(int64_t T, int32_t n_kv_heads) { return size_t(T) * size_t(n_kv_heads) * 4; }
   void attention_decode(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUdeviceptr k_cache, CUdeviceptr v_cache,
                         const DeviceAttentionBatch &b, int64_t T, int32_t n_heads, int32_t n_kv_heads,
-                        int32_t head_dim, float scale, int32_t max_keys, CUdeviceptr workspace,
+                        int32_t head_dim, float scale, int32_t max_keys, CUdeviceptr tickets, CUdeviceptr workspace,
                         size_t workspace_bytes, CUdeviceptr out);
 
   // Prefill attention on tensor cores (attention_prefill.cuh): attention()'s contract and arguments, for bf16
