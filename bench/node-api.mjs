@@ -14,11 +14,11 @@
 // (bench checkpoints are random weights without one; their ids are below 1000, so any vocabulary decodes them).
 // --c-abi FILE: bench_cuda_engine's JSON from the same machine and checkpoint; the table gains its column and the
 // Node / C ABI ratio. Medians of --runs runs after one warm-up per batch size.
-import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 import { Engine } from '../dist/index.js';
+import { ensureTokenizer, kNew, kPrompt, loadDecodeEngine, median, promptIds } from './workload.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -38,33 +38,14 @@ if (!opt.model) {
 }
 const batches = opt.batches.split(',').map(Number);
 const runs = Math.max(1, Number(opt.runs));
-const kPrompt = 128, kNew = 256, kSeed = 1n;  // bench/cuda-engine.cpp's kPrompt, kNew, kSeed
-
-// splitmix64, as bench/cuda-engine.cpp's prompt_ids.
-const M64 = (1n << 64n) - 1n;
-function mix(x) {
-  x = (x + 0x9e3779b97f4a7c15n) & M64;
-  x = ((x ^ (x >> 30n)) * 0xbf58476d1ce4e5b9n) & M64;
-  x = ((x ^ (x >> 27n)) * 0x94d049bb133111ebn) & M64;
-  return x ^ (x >> 31n);
-}
-const promptIds = (r, n) => Array.from({ length: n }, (_, i) => Number(mix((kSeed << 32n) + (BigInt(r) << 16n) + BigInt(i)) % 1000n));
-
-const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 const pct = (v, p) => [...v].sort((a, b) => a - b)[Math.min(v.length - 1, Math.floor((v.length * p) / 100))];
 
-// The engine as bench_cuda_engine sets it up for its default workload.
-const maxSeqs = Math.max(128, ...batches), maxContext = Number(opt['max-context'] ?? 8192 + kNew);
-// Prefix caching off, as bench_cuda_engine has it: the warm-up sends the same prompts as the timed runs.
-const base = { device: opt.device, maxContext, maxSeqs, maxBatchTokens: Math.min(8192, maxContext), prefixCaching: false };
-if (opt.text && !existsSync(join(opt.model, 'tokenizer.json'))) {
-  const from = new URL('../test/fixtures/tokenizers/qwen3/', import.meta.url);
-  for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(new URL(f, from), join(opt.model, f));
-}
-const est = await Engine.estimate(opt.model, base);
-const perSeq = (Math.ceil((kPrompt + kNew) / 16) + 1) * 16;
-const kvTokens = Math.max(maxSeqs * perSeq, Math.ceil(maxContext / 16) * 16);
-const engine = await Engine.load(opt.model, { ...base, kvCacheBytes: kvTokens * est.kvCache.bytesPerToken });
+if (opt.text) ensureTokenizer(opt.model);
+const engine = await loadDecodeEngine(Engine, opt.model, {
+  device: opt.device,
+  batches,
+  maxContext: opt['max-context'] ? Number(opt['max-context']) : undefined,
+});
 
 // One batch: N streams read concurrently; per request the time of its first and last token, and every chunk's time.
 async function batch(n, maxTokens) {

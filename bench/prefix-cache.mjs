@@ -15,6 +15,7 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 import { DEFAULT_MODEL_DIR, Engine } from '../dist/index.js';
+import { median, streamIds as ids } from './workload.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -33,18 +34,6 @@ if (!(kPrefix >= 1 && kSuffix >= 1)) {
   console.error('usage: node bench/prefix-cache.mjs --model DIR [--device cuda] [--prefix 4096] [--suffix 32] [--runs 5]');
   process.exit(64);
 }
-
-// splitmix64, as bench/node-api.mjs (and bench/cuda-engine.cpp's prompt_ids): ids below 1000 (and the vocabulary).
-const M64 = (1n << 64n) - 1n;
-function mix(x) {
-  x = (x + 0x9e3779b97f4a7c15n) & M64;
-  x = ((x ^ (x >> 30n)) * 0xbf58476d1ce4e5b9n) & M64;
-  x = ((x ^ (x >> 27n)) * 0x94d049bb133111ebn) & M64;
-  return x ^ (x >> 31n);
-}
-const ids = (stream, n, vocab) =>
-  Array.from({ length: n }, (_, i) => Number(mix((BigInt(stream) << 32n) + BigInt(i)) % BigInt(Math.min(1000, vocab))));
-const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 
 // Milliseconds from generate() to the first chunk; the request then ends (one new token is all it asks for).
 async function ttft(engine, tokens) {

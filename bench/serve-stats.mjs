@@ -6,12 +6,13 @@
 // the server sends nothing for a chunk whose text is held back, so the in-process side counts those out too),
 // `end` (its stream ended) and `tokens` (completion tokens, from the result's or the response's usage).
 
+import { median } from './workload.mjs';
+
 const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
 const percentiles = (values) => {
   const sorted = Float64Array.from(values).sort();
   return { p50: pct(sorted, 50), p90: pct(sorted, 90), p99: pct(sorted, 99) };
 };
-export const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 
 /**
  * tokS: all completion tokens over the time from the first request sent to the last one ended. steadyTokS:

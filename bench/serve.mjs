@@ -21,13 +21,13 @@
 // the same for both sides. Per N: one warm-up of each side (16 tokens), then --runs runs that alternate in-process
 // and HTTP, so that drift in the machine (clocks, heat) reaches both alike; medians over the runs.
 import { fork } from 'node:child_process';
-import { copyFileSync, existsSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 import { Engine } from '../dist/index.js';
 import { createServer } from '../dist/server/index.js';
 import { medianOfRuns, summarize } from './serve-stats.mjs';
+import { ensureTokenizer, kPrompt, loadDecodeEngine, promptIds } from './workload.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -46,30 +46,15 @@ if (!opt.model) {
 }
 const batches = opt.batches.split(',').map(Number);
 const runs = Math.max(1, Number(opt.runs));
-const kPrompt = 128, kNew = Number(opt['new-tokens']), kSeed = 1n; // bench/node-api.mjs's (kNew: its default)
+const kNew = Number(opt['new-tokens']); // (bench/node-api.mjs's: its default)
 
-// splitmix64, as bench/node-api.mjs (and bench/cuda-engine.cpp's prompt_ids); below the vocabulary too, for fixtures.
-const M64 = (1n << 64n) - 1n;
-function mix(x) {
-  x = (x + 0x9e3779b97f4a7c15n) & M64;
-  x = ((x ^ (x >> 30n)) * 0xbf58476d1ce4e5b9n) & M64;
-  x = ((x ^ (x >> 27n)) * 0x94d049bb133111ebn) & M64;
-  return x ^ (x >> 31n);
-}
-const promptIds = (r, n, vocab) =>
-  Array.from({ length: n }, (_, i) => Number(mix((kSeed << 32n) + (BigInt(r) << 16n) + BigInt(i)) % BigInt(Math.min(1000, vocab))));
-
-// The engine as bench/node-api.mjs sets it up.
-const maxSeqs = Math.max(128, ...batches), maxContext = Number(opt['max-context'] ?? 8192 + 256);
-const base = { device: opt.device, maxContext, maxSeqs, maxBatchTokens: Math.min(8192, maxContext), prefixCaching: false };
-if (!existsSync(join(opt.model, 'tokenizer.json'))) {
-  const from = new URL('../test/fixtures/tokenizers/qwen3/', import.meta.url);
-  for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(new URL(f, from), join(opt.model, f));
-}
-const est = await Engine.estimate(opt.model, base);
-const perSeq = (Math.ceil((kPrompt + kNew) / 16) + 1) * 16;
-const kvTokens = Math.max(maxSeqs * perSeq, Math.ceil(maxContext / 16) * 16);
-const engine = await Engine.load(opt.model, { ...base, kvCacheBytes: kvTokens * est.kvCache.bytesPerToken });
+ensureTokenizer(opt.model);
+const engine = await loadDecodeEngine(Engine, opt.model, {
+  device: opt.device,
+  batches,
+  maxContext: opt['max-context'] ? Number(opt['max-context']) : undefined,
+  newTokens: kNew,
+});
 
 const prompts = Array.from({ length: Math.max(...batches) }, (_, r) => promptIds(r, kPrompt, engine.modelInfo.vocabSize));
 
