@@ -5,32 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../lib/index.js';
-import {
-  decisiveSteps,
-  fixtureDir,
-  listFixtures,
-  LOGPROB_TOL,
-  logprobSteps,
-  MIN_MARGIN,
-  readReference,
-  topLogprobDiffs,
-  type ReferencePrompt,
-} from '../helpers/fixtures.js';
-
-function compareTop(
-  ref: ReferencePrompt,
-  step: number,
-  got: { tokenId: number; logprob: number; top: Array<{ tokenId: number; logprob: number }> },
-): void {
-  for (const { id, want, have, diff } of topLogprobDiffs(ref, step, got)) {
-    if (have === undefined) {
-      // It fell out of our top-5 only through a near tie with the 5th entry (so its diff is to that entry).
-      expect(diff, `step ${step}: reference top id ${id} missing`).toBeLessThanOrEqual(LOGPROB_TOL);
-    } else {
-      expect(diff, `step ${step}, id ${id}: ${have} vs ${want}`).toBeLessThanOrEqual(LOGPROB_TOL);
-    }
-  }
-}
+import { decisiveSteps, fixtureDir, listFixtures, logprobSteps, MIN_MARGIN, readReference } from '../helpers/fixtures.js';
+import { expectTopLogprobs } from '../helpers/golden-expect.js';
 
 const fixtures = listFixtures();
 
@@ -62,7 +38,7 @@ describe.skipIf(fixtures.length === 0)('golden greedy decoding on the CPU', () =
           const n = decisiveSteps(prompt, MIN_MARGIN);
           expect(result.tokenIds.slice(0, n)).toEqual(prompt.greedy.slice(0, n));
           // Logprobs are comparable while the contexts agree: through step n (its own distribution still is).
-          for (let s = 0; s < logprobSteps(prompt, n); s++) compareTop(prompt, s, result.logprobs![s]);
+          for (let s = 0; s < logprobSteps(prompt, n); s++) expectTopLogprobs(prompt, s, result.logprobs![s]);
         });
       }
     });

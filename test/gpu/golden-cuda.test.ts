@@ -8,17 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../lib/index.js';
-import {
-  decisiveSteps,
-  fixtureDir,
-  listFixtures,
-  LOGPROB_TOL,
-  logprobSteps,
-  MIN_MARGIN,
-  readReference,
-  topLogprobDiffs,
-  type ReferencePrompt,
-} from '../helpers/fixtures.js';
+import { decisiveSteps, fixtureDir, listFixtures, logprobSteps, MIN_MARGIN, readReference } from '../helpers/fixtures.js';
+import { expectTopLogprobs } from '../helpers/golden-expect.js';
 
 const fixtures = listFixtures();
 
@@ -34,17 +25,6 @@ async function gpuUsable(): Promise<boolean> {
   }
 }
 const hasGpu = await gpuUsable();
-
-// The rules are test/helpers/golden-rules.mjs's, as greedy.test.ts applies them on the CPU.
-function compareTop(
-  ref: ReferencePrompt,
-  step: number,
-  got: { tokenId: number; logprob: number; top: Array<{ tokenId: number; logprob: number }> },
-): void {
-  for (const { id, want, have, diff } of topLogprobDiffs(ref, step, got)) {
-    expect(diff, `step ${step}, id ${id}: ${have ?? 'missing from our top-5'} vs ${want}`).toBeLessThanOrEqual(LOGPROB_TOL);
-  }
-}
 
 describe.skipIf(!hasGpu)('golden greedy decoding on the GPU (float32 activations)', () => {
   for (const name of fixtures) {
@@ -96,7 +76,7 @@ describe.skipIf(!hasGpu)('golden greedy decoding on the GPU (float32 activations
           alone[i] = result.tokenIds;
           const n = decisiveSteps(prompt, MIN_MARGIN);
           expect(result.tokenIds.slice(0, n)).toEqual(prompt.greedy.slice(0, n));
-          for (let s = 0; s < logprobSteps(prompt, n); s++) compareTop(prompt, s, result.logprobs![s]);
+          for (let s = 0; s < logprobSteps(prompt, n); s++) expectTopLogprobs(prompt, s, result.logprobs![s]);
         });
       }
 

@@ -17,6 +17,7 @@ import {
 } from '../../lib/tokenizer/byte-level-table.js';
 import { type DetokenizerPath, StreamDetokenizer } from '../../lib/tokenizer/detokenizer.js';
 import { TextTokenizer, loadTokenizer } from '../../lib/tokenizer/tokenizer.js';
+import { brokenSurrogate, seeded, streamPieces as stream } from '../helpers/streaming.js';
 import { TOKENIZERS_DIR, TOKENIZER_NAMES, referenceOrFailingTest, tokenizerDir } from '../helpers/tokenizers.js';
 
 /** The path each fixture must take: a fixture that silently fell back to the windowed path fails here. */
@@ -25,26 +26,6 @@ const EXPECTED_PATH: Record<(typeof TOKENIZER_NAMES)[number], DetokenizerPath> =
   cl100k: 'byte-level', // ByteLevel decoder, holes in the ids
   mistral: 'windowed', // Sequence [Replace ▁, ByteFallback, Fuse, Strip]
 };
-
-function seeded(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32);
-}
-
-/** Pushes ids in chunks of the given sizes (cycled) and returns the pieces, the last one from finish(). */
-function stream(tok: TextTokenizer, ids: readonly number[], skipSpecial: boolean, steps: readonly number[] = [1]) {
-  const d = new StreamDetokenizer(tok, skipSpecial);
-  const pieces: string[] = [];
-  for (let i = 0, k = 0; i < ids.length; k++) {
-    const n = steps[k % steps.length];
-    pieces.push(d.push(ids.slice(i, i + n)));
-    i += n;
-  }
-  pieces.push(d.finish());
-  return pieces;
-}
-
-const brokenSurrogate = (s: string) => /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
 
 /** Streams `ids` one at a time and in random chunks, both skipSpecial values, against the whole decode. */
 function expectSameAsDecode(tok: TextTokenizer, ids: readonly number[], rand: () => number, label: string): void {

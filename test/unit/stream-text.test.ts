@@ -3,30 +3,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { StopStringMatcher } from '../../lib/generation/stop-strings.js';
 import { TextOutput } from '../../lib/generation/text-output.js';
-import { StreamDetokenizer } from '../../lib/tokenizer/detokenizer.js';
 import { loadTokenizer, type TextTokenizer } from '../../lib/tokenizer/tokenizer.js';
+import { brokenSurrogate, seeded, streamPieces as stream } from '../helpers/streaming.js';
 import { TOKENIZER_NAMES, referenceOrFailingTest, tokenizerDir } from '../helpers/tokenizers.js';
-
-/** Pushes ids one at a time (or in the given step sizes) and returns the pieces, the last from finish(). */
-function stream(tok: TextTokenizer, ids: readonly number[], skipSpecial = false, steps = [1]): string[] {
-  const d = new StreamDetokenizer(tok, skipSpecial);
-  const pieces: string[] = [];
-  for (let i = 0, k = 0; i < ids.length; k++) {
-    const n = steps[k % steps.length];
-    pieces.push(d.push(ids.slice(i, i + n)));
-    i += n;
-  }
-  pieces.push(d.finish());
-  return pieces;
-}
-
-/** A lone surrogate: half of a character, what a broken UTF-16 cut would leave. */
-const brokenSurrogate = (s: string) => /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
-
-function seeded(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32);
-}
 
 describe.each(TOKENIZER_NAMES)('streaming detokenization, %s', (name) => {
   const ref = referenceOrFailingTest(name);
