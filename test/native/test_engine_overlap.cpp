@@ -22,9 +22,12 @@
 #include "check.h"
 #include "engine.h"
 #include "memory_plan.h"
+#include "fake_engine.h"
 #include "models/decoder.h"
 
 using namespace vt;
+using fake_engine::Events;
+using fake_engine::FakeDecoder;
 
 namespace {
 
@@ -33,44 +36,14 @@ constexpr int32_t kVocab = 64;
 int32_t rule(int32_t token, int32_t pos) { return (token * 31 + pos * 7 + 3) % kVocab; }
 
 // Greedy over one-hot logits at rule(token, position) of each row; chains when asked (picks FIFO, at most two begun).
-class RuleDecoder : public Decoder {
+class RuleDecoder : public FakeDecoder {
  public:
-  explicit RuleDecoder(bool chaining) : chaining_(chaining) {}
-  int chained_steps = 0, begun_max = 0, reads_ended = 0;
-  std::function<void(int)> after_read;  // called on the step thread after each chain_end (the read's number)
+  explicit RuleDecoder(bool chaining) : FakeDecoder(kVocab, chaining, 8) {}
 
   void forward(const ForwardBatch &b) override {
-    next_.assign(size_t(b.n_tokens), 0);
-    if (b.tokens_from_picks) {
-      if (begun_.empty() || int32_t(begun_.back().size()) < b.n_tokens) throw std::logic_error("picks without a read");
-      ++chained_steps;
-    }
-    for (int32_t r = 0; r < b.n_tokens; ++r) {
-      const int32_t tok = b.tokens_from_picks ? begun_.back()[size_t(r)] : b.tokens[r];
-      next_[size_t(r)] = rule(tok, b.positions[r]);
-    }
+    begin_step(b);
+    for (int32_t r = 0; r < b.n_tokens; ++r) next_[size_t(r)] = rule(input(b, r), b.positions[r]);
   }
-  void project(const int32_t *rows, int32_t n, float *logits) override {
-    for (int32_t i = 0; i < n; ++i)
-      for (int32_t v = 0; v < kVocab; ++v) logits[int64_t(i) * kVocab + v] = v == next_.at(size_t(rows[i])) ? 10.f : 0.f;
-  }
-  bool chains(int32_t n) const override { return chaining_ && n >= 1 && n <= 8; }
-  void chain_begin(int32_t n, const SampleRow *params) override {
-    if (params || begun_.size() >= 2) throw std::logic_error("chain_begin: sampled rows, or a third read");
-    begun_.emplace_back(next_.begin(), next_.begin() + n);
-    begun_max = std::max(begun_max, int(begun_.size()));
-  }
-  void chain_end(int32_t *ids) override {
-    if (begun_.empty()) throw std::logic_error("chain_end: no read begun");
-    std::copy(begun_.front().begin(), begun_.front().end(), ids);
-    begun_.erase(begun_.begin());
-    if (after_read) after_read(++reads_ended);
-  }
-
- private:
-  bool chaining_;
-  std::vector<int32_t> next_;                // the current step's picks, row for row
-  std::vector<std::vector<int32_t>> begun_;  // begun reads, oldest first
 };
 
 // What a request gets from the rule: tokens until max_tokens or a stop id (included, as the engine reports it).
@@ -89,34 +62,6 @@ std::vector<int32_t> expected(const std::vector<int32_t> &prompt, int32_t max_to
   }
   return out;
 }
-
-struct Events {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::map<uint64_t, std::vector<int32_t>> tokens;
-  std::map<uint64_t, std::vector<int32_t>> finishes;  // every finish event of the request (exactly one expected)
-  static void on_step(const vt_step_event *ev, int32_t n, void *user) {
-    auto &self = *static_cast<Events *>(user);
-    std::lock_guard<std::mutex> lock(self.mu);
-    for (int32_t i = 0; i < n; ++i) {
-      if (ev[i].token >= 0) self.tokens[ev[i].request_id].push_back(ev[i].token);
-      if (ev[i].finish != VT_FINISH_NONE) self.finishes[ev[i].request_id].push_back(ev[i].finish);
-    }
-    self.cv.notify_all();
-  }
-  bool wait_finished(const std::vector<uint64_t> &ids, int seconds = 10) {
-    std::unique_lock<std::mutex> lock(mu);
-    return cv.wait_for(lock, std::chrono::seconds(seconds), [&] {
-      for (uint64_t id : ids)
-        if (finishes[id].empty()) return false;
-      return true;
-    });
-  }
-  size_t count(uint64_t id) {
-    std::lock_guard<std::mutex> lock(mu);
-    return tokens[id].size();
-  }
-};
 
 std::unique_ptr<Engine> make_engine(bool chaining, RuleDecoder **decoder) {
   ModelConfig c;

@@ -22,9 +22,12 @@
 #include "check.h"
 #include "engine.h"
 #include "memory_plan.h"
+#include "fake_engine.h"
 #include "models/decoder.h"
 
 using namespace vt;
+using fake_engine::Events;
+using fake_engine::FakeDecoder;
 
 namespace {
 
@@ -39,23 +42,16 @@ int32_t next_of(const uint64_t *kv, int32_t n) {
   return int32_t((h >> 17) % uint64_t(kVocab - 1));  // never the stop id kVocab - 1
 }
 
-class KvDecoder : public Decoder {
+class KvDecoder : public FakeDecoder {
  public:
   KvDecoder(int32_t n_blocks, int32_t block_size, bool chaining)
-      : kv_(size_t(n_blocks) * size_t(block_size), 0), bs_(block_size), chaining_(chaining) {}
-  int chained_steps = 0;
+      : FakeDecoder(kVocab, chaining, 16), kv_(size_t(n_blocks) * size_t(block_size), 0), bs_(block_size) {}
 
   void forward(const ForwardBatch &b) override {
     const cpu::AttentionBatch &a = b.attn;
-    if (b.tokens_from_picks) {
-      if (begun_.empty() || int32_t(begun_.back().size()) < b.n_tokens) throw std::logic_error("picks without a read");
-      ++chained_steps;
-    }
-    for (int32_t r = 0; r < b.n_tokens; ++r) {  // the K/V store first: a row attends to its own chunk too
-      const int32_t tok = b.tokens_from_picks ? begun_.back()[size_t(r)] : b.tokens[r];
-      kv_.at(size_t(b.slots[r])) = key(tok, b.positions[r]);
-    }
-    next_.assign(size_t(b.n_tokens), 0);
+    begin_step(b);
+    for (int32_t r = 0; r < b.n_tokens; ++r)  // the K/V store first: a row attends to its own chunk too
+      kv_.at(size_t(b.slots[r])) = key(input(b, r), b.positions[r]);
     std::vector<uint64_t> seen;
     for (int32_t s = 0; s < a.n_seqs; ++s) {
       const int32_t *table = a.block_tables + int64_t(s) * a.max_blocks_per_seq;
@@ -67,27 +63,10 @@ class KvDecoder : public Decoder {
       }
     }
   }
-  void project(const int32_t *rows, int32_t n, float *logits) override {
-    for (int32_t i = 0; i < n; ++i)
-      for (int32_t v = 0; v < kVocab; ++v) logits[int64_t(i) * kVocab + v] = v == next_.at(size_t(rows[i])) ? 10.f : 0.f;
-  }
-  bool chains(int32_t n) const override { return chaining_ && n >= 1 && n <= 16; }
-  void chain_begin(int32_t n, const SampleRow *params) override {
-    if (params || begun_.size() >= 2) throw std::logic_error("chain_begin: sampled rows, or a third read");
-    begun_.emplace_back(next_.begin(), next_.begin() + n);
-  }
-  void chain_end(int32_t *ids) override {
-    if (begun_.empty()) throw std::logic_error("chain_end: no read begun");
-    std::copy(begun_.front().begin(), begun_.front().end(), ids);
-    begun_.erase(begun_.begin());
-  }
 
  private:
   std::vector<uint64_t> kv_;
   int32_t bs_;
-  bool chaining_;
-  std::vector<int32_t> next_;
-  std::vector<std::vector<int32_t>> begun_;
 };
 
 // What a request must get: each next token from every K/V before it, recomputed from nothing.
@@ -102,34 +81,6 @@ std::vector<int32_t> expected(const std::vector<int32_t> &prompt, int32_t max_to
   }
   return out;
 }
-
-struct Events {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::map<uint64_t, std::vector<int32_t>> tokens;
-  std::map<uint64_t, std::vector<int32_t>> finishes;
-  std::function<void(uint64_t, size_t)> on_token;  // on the step thread: (request, tokens so far)
-  static void on_step(const vt_step_event *ev, int32_t n, void *user) {
-    auto &self = *static_cast<Events *>(user);
-    std::lock_guard<std::mutex> lock(self.mu);
-    for (int32_t i = 0; i < n; ++i) {
-      if (ev[i].token >= 0) {
-        self.tokens[ev[i].request_id].push_back(ev[i].token);
-        if (self.on_token) self.on_token(ev[i].request_id, self.tokens[ev[i].request_id].size());
-      }
-      if (ev[i].finish != VT_FINISH_NONE) self.finishes[ev[i].request_id].push_back(ev[i].finish);
-    }
-    self.cv.notify_all();
-  }
-  bool wait_finished(const std::vector<uint64_t> &ids) {
-    std::unique_lock<std::mutex> lock(mu);
-    return cv.wait_for(lock, std::chrono::seconds(20), [&] {
-      for (uint64_t id : ids)
-        if (finishes[id].empty()) return false;
-      return true;
-    });
-  }
-};
 
 struct Setup {
   bool caching, chaining;

@@ -23,10 +23,13 @@
 #include "engine.h"
 #include "kv_cache.h"
 #include "memory_plan.h"
+#include "fake_engine.h"
 #include "models/decoder.h"
 #include "models/state_layout.h"
 
 using namespace vt;
+using fake_engine::Events;
+using fake_engine::FakeDecoder;
 
 namespace {
 
@@ -48,19 +51,19 @@ std::vector<int32_t> expected(const std::vector<int32_t> &prompt, int32_t max_to
   return out;
 }
 
-class RecurrentDecoder : public Decoder {
+class RecurrentDecoder : public FakeDecoder {
  public:
-  RecurrentDecoder(int32_t n_slots, bool chaining) : state_(size_t(n_slots), -1), next_pos_(size_t(n_slots), -1), chaining_(chaining) {}
-  int max_distinct_slots = 0, chained_steps = 0, fresh_starts = 0;
+  RecurrentDecoder(int32_t n_slots, bool chaining)
+      : FakeDecoder(kVocab, chaining, 8), state_(size_t(n_slots), -1), next_pos_(size_t(n_slots), -1) {}
+  int max_distinct_slots = 0, fresh_starts = 0;
   std::vector<std::string> violations;
 
   int step_sleep_ms = 0;  // slows each step, so requests submitted one after another meet in the batch
 
   void forward(const ForwardBatch &b) override {
     if (step_sleep_ms) std::this_thread::sleep_for(std::chrono::milliseconds(step_sleep_ms));
-    next_.assign(size_t(b.n_tokens), 0);
+    begin_step(b);
     if (!b.state_slots) throw std::logic_error("no state slots in the batch");
-    if (b.tokens_from_picks) ++chained_steps;
     std::set<int32_t> seen;
     for (int32_t q = 0; q < b.attn.n_seqs; ++q) {
       const int32_t slot = b.state_slots[q], pos0 = b.attn.seq_pos0[q];
@@ -76,57 +79,17 @@ class RecurrentDecoder : public Decoder {
                              std::to_string(next_pos_[size_t(slot)]));
       }
       for (int32_t r = b.attn.seq_q_start[q]; r < b.attn.seq_q_start[q + 1]; ++r) {
-        const int32_t tok = b.tokens_from_picks ? begun_.back().at(size_t(r)) : b.tokens[r];
-        s = mix(s, tok);
+        s = mix(s, input(b, r));
         next_[size_t(r)] = pick(s);
       }
       next_pos_[size_t(slot)] = pos0 + b.attn.seq_q_start[q + 1] - b.attn.seq_q_start[q];
     }
     max_distinct_slots = std::max(max_distinct_slots, int(seen.size()));
   }
-  void project(const int32_t *rows, int32_t n, float *logits) override {
-    for (int32_t i = 0; i < n; ++i)
-      for (int32_t v = 0; v < kVocab; ++v) logits[int64_t(i) * kVocab + v] = v == next_.at(size_t(rows[i])) ? 10.f : 0.f;
-  }
-  bool chains(int32_t n) const override { return chaining_ && n >= 1 && n <= 8; }
-  void chain_begin(int32_t n, const SampleRow *) override { begun_.emplace_back(next_.begin(), next_.begin() + n); }
-  void chain_end(int32_t *ids) override {
-    std::copy(begun_.front().begin(), begun_.front().end(), ids);
-    begun_.erase(begun_.begin());
-  }
 
  private:
   std::vector<int64_t> state_;
   std::vector<int32_t> next_pos_;  // per slot: the position its state has reached
-  bool chaining_;
-  std::vector<int32_t> next_;
-  std::vector<std::vector<int32_t>> begun_;
-};
-
-struct Events {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::map<uint64_t, std::vector<int32_t>> tokens;
-  std::map<uint64_t, int> finishes;
-  static void on_step(const vt_step_event *ev, int32_t n, void *user) {
-    auto &self = *static_cast<Events *>(user);
-    std::lock_guard<std::mutex> lock(self.mu);
-    for (int32_t i = 0; i < n; ++i) {
-      if (ev[i].token >= 0) self.tokens[ev[i].request_id].push_back(ev[i].token);
-      if (ev[i].finish != VT_FINISH_NONE) ++self.finishes[ev[i].request_id];
-    }
-    self.cv.notify_all();
-  }
-  bool wait_finished(const std::vector<uint64_t> &ids) {
-    std::unique_lock<std::mutex> lock(mu);
-    return cv.wait_for(lock, std::chrono::seconds(20), [&] {
-      return std::all_of(ids.begin(), ids.end(), [&](uint64_t id) { return finishes[id] > 0; });
-    });
-  }
-  size_t count(uint64_t id) {
-    std::lock_guard<std::mutex> lock(mu);
-    return tokens[id].size();
-  }
 };
 
 constexpr int32_t kSeats = 4;
@@ -181,7 +144,7 @@ void through_few_slots(bool chaining) {
   for (size_t i = 0; i < ids.size(); ++i) {
     std::lock_guard<std::mutex> lock(ev.mu);
     record(ev.tokens[ids[i]] == expected(prompts[i], 30 + int32_t(i) % 7), mode + " request " + std::to_string(i) + ": the recurrence's tokens");
-    record(ev.finishes[ids[i]] == 1, mode + " request " + std::to_string(i) + ": one finish");
+    record(ev.finishes[ids[i]].size() == 1, mode + " request " + std::to_string(i) + ": one finish");
   }
   const int64_t preempted = e->stats().preemptions;
   std::printf("%s: %lld preemptions, %d fresh starts, %d chained steps\n", mode.c_str(), (long long)preempted, d->fresh_starts,
