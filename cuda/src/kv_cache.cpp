@@ -27,12 +27,6 @@ KvCache::KvCache(const StateLayout &layout, int32_t n_blocks, int32_t block_size
   slots_ = base_ + kv_floats;
 }
 
-int32_t KvCache::paged(int32_t layer) const {
-  const LayerState &L = layout_.layer(layer);
-  if (L.kind != LayerState::kPagedKV) throw std::logic_error("KvCache: layer " + std::to_string(layer) + " keeps no K/V");
-  return L.index;
-}
-
 float *KvCache::state(int32_t layer, int32_t slot) {
   const LayerState &L = layout_.layer(layer);
   if (L.kind != LayerState::kSlot || slot < 0 || slot >= n_slots_)

@@ -18,8 +18,8 @@ class KvCache {
   KvCache &operator=(const KvCache &) = delete;
 
   // (n_blocks, block_size, n_kv_heads, head_dim) fp32 for one attention layer (a model layer index)
-  float *k(int32_t layer) { return base_ + int64_t(paged(layer)) * 2 * layer_floats_; }
-  float *v(int32_t layer) { return base_ + (int64_t(paged(layer)) * 2 + 1) * layer_floats_; }
+  float *k(int32_t layer) { return base_ + int64_t(layout_.kv_index(layer)) * 2 * layer_floats_; }
+  float *v(int32_t layer) { return base_ + (int64_t(layout_.kv_index(layer)) * 2 + 1) * layer_floats_; }
   // The slot_elems fp32 values a recurrent layer keeps for the sequence holding `slot` (StateSlots).
   float *state(int32_t layer, int32_t slot);
 
@@ -30,7 +30,6 @@ class KvCache {
   int64_t resident_bytes() const;  // pages ever written (mincore)
 
  private:
-  int32_t paged(int32_t layer) const;
   StateLayout layout_;
   float *base_ = nullptr;
   float *slots_ = nullptr;  // (n_slots, layout.slot_elems())

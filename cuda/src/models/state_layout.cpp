@@ -1,11 +1,20 @@
 #include "models/state_layout.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace vt {
 
 StateLayout StateLayout::all_attention(const ModelConfig &c) {
   StateLayout s(c.n_kv_heads, c.head_dim);
   for (int32_t l = 0; l < c.n_layers; ++l) s.add_attention();
   return s;
+}
+
+int32_t StateLayout::kv_index(int32_t l) const {
+  if (l < 0 || l >= n_layers() || layers_[size_t(l)].kind != LayerState::kPagedKV)
+    throw std::logic_error("layer " + std::to_string(l) + " keeps no K/V");
+  return layers_[size_t(l)].index;
 }
 
 void StateLayout::add_attention() {

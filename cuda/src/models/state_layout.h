@@ -38,6 +38,9 @@ class StateLayout {
   void add_stateless();
 
   const LayerState &layer(int32_t l) const { return layers_[size_t(l)]; }
+  // An attention layer's place among the attention layers (its K/V planes in a backend's pool); throws
+  // std::logic_error for a layer that keeps no K/V.
+  int32_t kv_index(int32_t l) const;
   int32_t n_layers() const { return int32_t(layers_.size()); }
   int32_t n_paged() const { return n_paged_; }
   int32_t n_kv_heads() const { return n_kv_heads_; }

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
-#include <string>
 
 #include "status.h"
 
@@ -59,12 +57,6 @@ CudaModelOps::CudaModelOps(const ModelConfig &c, const Params &p, cuda::Context 
   std::vector<float> inv_freq;
   rope_tables(c, &inv_freq, &rope_scale_);
   inv_freq_ = upload_floats(inv_freq);
-}
-
-int32_t CudaModelOps::paged(int32_t l) const {
-  const LayerState &L = layout_.layer(l);
-  if (L.kind != LayerState::kPagedKV) throw std::logic_error("CudaModelOps: layer " + std::to_string(l) + " keeps no K/V");
-  return L.index;
 }
 
 CUdeviceptr CudaModelOps::alloc(size_t bytes) {

@@ -142,9 +142,8 @@ class CudaModelOps : public ModelOps {
   CUdeviceptr upload_floats(const std::vector<float> &v);
   const DTensor &t(Tensor x) const { return tensors_.at(size_t(x)); }
   CUdeviceptr vec(Vector v) const { return v == kNoVector ? 0 : vectors_.at(size_t(v)); }
-  CUdeviceptr k_cache(int32_t l) const { return kv_ + CUdeviceptr(2 * paged(l)) * kv_layer_bytes_; }
-  CUdeviceptr v_cache(int32_t l) const { return kv_ + CUdeviceptr(2 * paged(l) + 1) * kv_layer_bytes_; }
-  int32_t paged(int32_t l) const;  // the attention layer's index among them (a layer that keeps no K/V: throws)
+  CUdeviceptr k_cache(int32_t l) const { return kv_ + CUdeviceptr(2 * layout_.kv_index(l)) * kv_layer_bytes_; }
+  CUdeviceptr v_cache(int32_t l) const { return kv_ + CUdeviceptr(2 * layout_.kv_index(l) + 1) * kv_layer_bytes_; }
   void flush_embed();         // runs a deferred embed() (one that no rmsnorm took into its gather)
   void materialize(Tensor x);  // x normed for real, if it is lazily normed
   // Before an op changes a residual or norm_ss_ (a kAddNorm, the embedding): the lazily normed tensor, unless it is
