@@ -5,11 +5,14 @@
 // tokenizer's caches, the CUDA driver), and the device bytes back to the byte.
 //
 //   npm run build:all && node bench/lifetimes.mjs [--device cpu|cuda] [--cycles 15] [--model DIR] [--json FILE]
-//                                                 [--trim] [--hold]
+//                                                 [--trim] [--hold] [--where]
 //
 // Experiments on where growth comes from (not the product): --trim calls glibc's malloc_trim(0) (through koffi)
 // after each dispose, giving free heap memory of every arena back; --hold keeps one more engine loaded throughout
-// (the default model), so the CUDA primary context and the driver's per-process state live across the cycles.
+// (the default model), so the CUDA primary context and the driver's per-process state live across the cycles;
+// --where records, after each cycle, the process's threads, glibc's heap totals (mallinfo2, all arenas) and its
+// resident memory by kind of mapping (/proc/self/smaps: glibc's arena heaps, the brk heap, thread stacks, other
+// anonymous memory, each library), and prints what grew between the second cycle and the last.
 //
 // Runs itself under --expose-gc --max-semi-space-size=1 (V8's young generation held at its initial size, as
 // bench/soak.mjs does: with node's defaults it grows and shrinks by up to 25 MiB on its own schedule);
@@ -27,6 +30,7 @@ const { values: opt } = parseArgs({
     'node-defaults': { type: 'boolean', default: false },
     trim: { type: 'boolean', default: false },
     hold: { type: 'boolean', default: false },
+    where: { type: 'boolean', default: false },
   },
 });
 runUnderPinnedV8(opt['node-defaults']);  // the script's node flags (bench/pinned-v8.mjs)
@@ -45,6 +49,7 @@ if (opt.trim) {
   const koffi = (await import('koffi')).default;
   mallocTrim = koffi.load('libc.so.6').func('int malloc_trim(size_t pad)');
 }
+const where = opt.where ? (await import('./lifetime-where.mjs')).whereMemoryIs : null;
 const held = opt.hold ? await Engine.load(DEFAULT_MODEL_DIR, { device: opt.device }) : null;
 
 const cycles = Math.max(2, Number(opt.cycles));
@@ -59,13 +64,16 @@ for (let i = 1; i <= cycles; i++) {
   if (mallocTrim) mallocTrim(0);
   const row = { cycle: i, tokens, rssLoadedBytes: loaded.rss, rssBytes: rss(), gpuLoadedBytes: loaded.gpu,
     gpuBytes: opt.device === 'cuda' ? gpuBytes() : null };
+  if (where) row.where = where();
   rows.push(row);
   console.log(`cycle ${String(i).padStart(2)}: ${tokens} tokens; RSS ${(row.rssLoadedBytes / MiB).toFixed(1)} MiB loaded, ` +
     `${(row.rssBytes / MiB).toFixed(1)} MiB after dispose` +
-    (row.gpuBytes === null ? '' : `; GPU ${row.gpuLoadedBytes} B loaded, ${row.gpuBytes} B after dispose`));
+    (row.gpuBytes === null ? '' : `; GPU ${row.gpuLoadedBytes} B loaded, ${row.gpuBytes} B after dispose`) +
+    (row.where ? `; ${row.where.threads} threads, ${row.where.arenas} malloc arenas` : ''));
 }
 if (held) await held.dispose();
 const second = rows[1], last = rows[rows.length - 1];
+if (where) (await import('./lifetime-where.mjs')).printGrowth(second.where, last.where);
 const rssGrowth = last.rssBytes - second.rssBytes;
 const gpuGrowth = last.gpuBytes === null ? null : last.gpuBytes - second.gpuBytes;
 const rssOk = Math.abs(rssGrowth) <= 8 * MiB;

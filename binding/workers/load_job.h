@@ -1,5 +1,6 @@
-// Loads a checkpoint on a thread of its own, and settles the JS promise on the JS thread through the same
-// thread-safe function that carries its progress (so the result arrives after every progress call).
+// Loads a checkpoint off the JS thread, and settles the JS promise on the JS thread through the same thread-safe
+// function that carries its progress (so the result arrives after every progress call). The job's thread waits in
+// vt_engine_load, which does the work on the engine's lifecycle thread (cuda/src/lifecycle_thread.h).
 //
 // Not a Napi::AsyncWorker, on purpose: Node waits for the libuv pool's work to finish before it runs an
 // environment's cleanup hooks, so a worker thread terminated during a 60-second load would take 60 seconds to end.

@@ -117,7 +117,9 @@ typedef struct vt_model_info {
   const char *dtype;          /* dominant weight dtype: "bfloat16", "float16", "float32" */
 } vt_model_info;
 
-/* Loads a Hugging Face checkpoint folder. On failure *out is NULL and err holds the reason. */
+/* Loads a Hugging Face checkpoint folder. On failure *out is NULL and err holds the reason. The work runs on a
+ * long-lived thread of the engine's own (the caller waits), as does vt_engine_free's: a process that loads and
+ * frees engines one after another keeps its C heap in one malloc arena, whichever threads call them. */
 vt_status vt_engine_load(const char *dir, vt_engine_params params, vt_engine **out, char *err, size_t err_cap);
 
 /* Stops the step thread (finishing every live request with VT_FINISH_ABORT through the callback),

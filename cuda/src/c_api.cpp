@@ -6,6 +6,7 @@
 
 #include "engine.h"
 #include "heap_trim.h"
+#include "lifecycle_thread.h"
 #include "status.h"
 #include "vt_engine.h"
 
@@ -65,14 +66,23 @@ vt_status vt_engine_load(const char *dir, vt_engine_params params, vt_engine **o
   *out = nullptr;
   if (!dir) return report(VT_ERR_INVALID_OPTION, "dir is NULL", err, err_cap);
   return guarded(err, err_cap, [&] {
-    auto e = vt::Engine::load(dir, params);
-    *out = new vt_engine{std::move(e)};
+    vt::on_lifecycle_thread([&] {  // lifecycle_thread.h: one malloc arena for every load and teardown
+      auto e = vt::Engine::load(dir, params);
+      *out = new vt_engine{std::move(e)};
+    });
   });
 }
 
 void vt_engine_free(vt_engine *engine) {
-  delete engine;
-  vt::return_free_heap();  // what the engine's threads freed into their arenas goes back (heap_trim.h)
+  auto teardown = [engine] {
+    delete engine;
+    vt::return_free_heap();  // what the engine's threads freed into their arenas goes back (heap_trim.h)
+  };
+  try {
+    vt::on_lifecycle_thread(teardown);
+  } catch (...) {  // the hand-over itself failed (no memory for a thread): the teardown has not run
+    teardown();
+  }
 }
 
 vt_status vt_engine_model_info(const vt_engine *engine, vt_model_info *out) {
