@@ -49,7 +49,7 @@ if (opt.trim) {
   const koffi = (await import('koffi')).default;
   mallocTrim = koffi.load('libc.so.6').func('int malloc_trim(size_t pad)');
 }
-const where = opt.where ? (await import('./lifetime-where.mjs')).whereMemoryIs : null;
+const where = opt.where ? await import('./lifetime-where.mjs') : null;  // { whereMemoryIs, printGrowth }
 const held = opt.hold ? await Engine.load(DEFAULT_MODEL_DIR, { device: opt.device }) : null;
 
 const cycles = Math.max(2, Number(opt.cycles));
@@ -64,7 +64,7 @@ for (let i = 1; i <= cycles; i++) {
   if (mallocTrim) mallocTrim(0);
   const row = { cycle: i, tokens, rssLoadedBytes: loaded.rss, rssBytes: rss(), gpuLoadedBytes: loaded.gpu,
     gpuBytes: opt.device === 'cuda' ? gpuBytes() : null };
-  if (where) row.where = where();
+  if (where) row.where = where.whereMemoryIs();
   rows.push(row);
   console.log(`cycle ${String(i).padStart(2)}: ${tokens} tokens; RSS ${(row.rssLoadedBytes / MiB).toFixed(1)} MiB loaded, ` +
     `${(row.rssBytes / MiB).toFixed(1)} MiB after dispose` +
@@ -73,7 +73,7 @@ for (let i = 1; i <= cycles; i++) {
 }
 if (held) await held.dispose();
 const second = rows[1], last = rows[rows.length - 1];
-if (where) (await import('./lifetime-where.mjs')).printGrowth(second.where, last.where);
+if (where) where.printGrowth(second.where, last.where);
 const rssGrowth = last.rssBytes - second.rssBytes;
 const gpuGrowth = last.gpuBytes === null ? null : last.gpuBytes - second.gpuBytes;
 const rssOk = Math.abs(rssGrowth) <= 8 * MiB;
