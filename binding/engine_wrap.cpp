@@ -134,6 +134,10 @@ Napi::Value EngineWrap::submit(const Napi::CallbackInfo &info) {
   p.presence_penalty = float(num(env, o, "presencePenalty", 0.0));
   p.frequency_penalty = float(num(env, o, "frequencyPenalty", 0.0));
   p.prompt_logprobs = o.Get("promptLogprobs").ToBoolean() ? 1 : 0;
+  const double allowed = num(env, o, "allowedTokens", -1);
+  if (!(allowed >= -1 && allowed <= 2147483647.0) || allowed != std::floor(allowed))
+    throw code_error(env, "ERR_INVALID_OPTION", "allowedTokens must be an integer >= -1");
+  p.allowed_tokens = int32_t(allowed);
   std::vector<int32_t> bias_ids;
   std::vector<float> bias_values;
   Napi::Value bias = o.Get("logitBias");

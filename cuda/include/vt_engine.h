@@ -156,6 +156,9 @@ typedef struct vt_request_params {
   /* Teacher forcing: report the logprob of every prompt token after the first, in events with token -1
    * (or on the first sampled token's event) as the prompt's chunks are computed. */
   int32_t prompt_logprobs;
+  /* Backpressure from the first step: the most tokens it may generate before vt_engine_allow_tokens allows more;
+   * -1 = no limit (the default). Given here, the limit holds however late the caller's first allow_tokens comes. */
+  int32_t allowed_tokens;
 } vt_request_params;
 
 vt_request_params vt_request_default_params(void);

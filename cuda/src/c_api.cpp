@@ -58,6 +58,7 @@ vt_request_params vt_request_default_params(void) {
   p.top_p = 1.f;
   p.n_stop_ids = -1;
   p.repetition_penalty = 1.f;
+  p.allowed_tokens = -1;
   return p;
 }
 

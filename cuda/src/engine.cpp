@@ -227,6 +227,7 @@ uint64_t Engine::submit(const int32_t *tokens, int32_t n, const vt_request_param
   check_option(p.n_stop_ids >= -1 && p.n_stop_ids <= VT_MAX_STOP_IDS, "at most 16 stop token ids");
   check_option(std::isfinite(p.repetition_penalty) && p.repetition_penalty > 0, "repetitionPenalty must be a finite number > 0");
   check_option(std::isfinite(p.presence_penalty) && std::isfinite(p.frequency_penalty), "presencePenalty and frequencyPenalty must be finite");
+  check_option(p.allowed_tokens >= -1, "the tokens a request is allowed must be >= 0, or -1 for no limit; got " + std::to_string(p.allowed_tokens));
   check_option(p.n_logit_bias >= 0 && (p.n_logit_bias == 0 || (p.logit_bias_ids && p.logit_bias_values)), "logitBias is malformed");
   for (int32_t i = 0; i < p.n_logit_bias; ++i) {
     check_option(p.logit_bias_ids[i] >= 0 && p.logit_bias_ids[i] < config_.vocab_size,
@@ -247,6 +248,7 @@ uint64_t Engine::submit(const int32_t *tokens, int32_t n, const vt_request_param
   s->processors.frequency_penalty = p.frequency_penalty;
   for (int32_t i = 0; i < p.n_logit_bias; ++i) s->processors.logit_bias.emplace_back(p.logit_bias_ids[i], p.logit_bias_values[i]);
   s->prompt_logprobs = p.prompt_logprobs != 0;
+  s->allowed_tokens = p.allowed_tokens;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) fail(VT_ERR_INVALID_OPTION, "the engine is shutting down");
   s->id = next_id_++;

@@ -362,12 +362,15 @@ export class Engine implements AsyncDisposable {
     }
     let id: number;
     try {
-      id = this.#native.submit(tokens, params);
+      // Held to the high-water mark from its first step: a loop taken in this tick keeps the bound however late
+      // this thread gets to its first allowTokens (a stalled main thread once let the step thread run 600 ahead).
+      id = this.#native.submit(tokens, { ...params, allowedTokens: init.highWaterMark });
     } catch (err) {
       throw fromNativeError(err);
     }
     const gen = new Generation({
       ...init,
+      heldFromStart: true,
       submittedAt: performance.now(),
       requestAbort: () => this.#abort(id),
       allowTokens: (n) => this.#allowTokens(id, n),

@@ -34,6 +34,12 @@ export interface GenerationInit {
   /** How many tokens the engine may generate ahead of the iterator's reader (GenerateOptions.highWaterMark). */
   highWaterMark: number;
   /**
+   * The request was submitted allowed `highWaterMark` tokens (the native allowedTokens), so the bound holds from its
+   * first step for a loop taken in the same tick. Unless the iterator is taken before the next microtask, the
+   * generation lifts that limit (allowTokens(-1)): it is awaited or followed through events, and never paused.
+   */
+  heldFromStart?: boolean;
+  /**
    * The request is now paused for its reader (every token allowed has arrived, none is due), or no longer: such a
    * request waits on JS alone, so it must not keep the process alive.
    */
@@ -67,9 +73,10 @@ const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
  * and the iterator ends normally. A failure of the engine rejects the promise with an {@link EngineError}, makes the
  * iterator throw it (after the chunks that came before it) and emits `'error'`.
  *
- * Chunks wait in memory until the iterator takes them, but not without bound: from the moment the iterator is taken,
- * the engine generates at most `highWaterMark` tokens (default 256, an option of `generate()`) ahead of what the
- * iterator has taken. A loop that stops reading pauses its own request in the engine, not the others, and holds at
+ * Chunks wait in memory until the iterator takes them, but not without bound: the engine generates at most
+ * `highWaterMark` tokens (default 256, an option of `generate()`) ahead of what the iterator has taken, from the
+ * request's first step when the iterator is taken in the tick that called `generate()` (as `for await` on it does),
+ * else from the moment it is taken (tokens generated before then wait in its queue). A loop that stops reading pauses its own request in the engine, not the others, and holds at
  * most that many unread chunks (one token each, plus the last, text-only chunk some generations end with); it
  * resumes when the loop has taken all but a quarter of them, and nothing is lost or repeated. While it is paused
  * its promise and its `'token'` events wait too. A generation nobody iterates is never paused: awaiting it or
@@ -107,6 +114,7 @@ export class Generation
   // limit, until the iterator is taken).
   #tokensRead = 0;
   #allowed: number | undefined;
+  #granted: number; // what the engine was last allowed (-1: no limit), so the same allowance is not sent twice
   #pausedForReader = false;
 
   /** @internal Created by the engine only. */
@@ -122,6 +130,10 @@ export class Generation
     // A caller who only iterates, or only listens, must not get an unhandledRejection for the promise they ignore.
     this.#promise.catch(() => {});
     init.signal?.addEventListener('abort', this.#onSignalAbort, { once: true });
+    this.#granted = init.heldFromStart ? init.highWaterMark : -1;
+    // Microtasks run before any step event can arrive (those come as macrotasks), so the decision is made before
+    // the first token is seen, whatever the step thread did meanwhile.
+    if (init.heldFromStart) queueMicrotask(() => void (this.#iterated || this.#outcome || this.#grant(-1)));
   }
 
   /**
@@ -347,8 +359,14 @@ export class Generation
   /** Lets the engine generate up to a high-water mark past what the iterator has taken. */
   #allowMore(): void {
     this.#allowed = Math.min(this.#tokensRead + this.#init.highWaterMark, INT32_MAX);
-    this.#init.allowTokens(this.#allowed);
+    this.#grant(this.#allowed);
     this.#checkPause();
+  }
+
+  #grant(tokens: number): void {
+    if (tokens === this.#granted) return;
+    this.#granted = tokens;
+    this.#init.allowTokens(tokens);
   }
 
   /**

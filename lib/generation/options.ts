@@ -114,9 +114,10 @@ export interface GenerateOptions {
    * or a stream made from it), an integer of 1 or more. Default 256. When that many wait unread, the request pauses
    * in the engine, which goes on with the other requests at full speed; it resumes once the reader has taken all
    * but a quarter of them. So a reader that stops reading holds at most `highWaterMark` unread chunks in memory
-   * (one token each, plus the last, text-only chunk some generations end with). The pace is the iterator's only
-   * from the moment it is taken: a generation that is awaited, or followed through `'token'` events, is never
-   * paused.
+   * (one token each, plus the last, text-only chunk some generations end with). The pace is the iterator's from
+   * the request's first step when the iterator is taken in the tick that called `generate()` (as `for await` on it
+   * does), else from the moment it is taken; a generation that is awaited, or followed through `'token'` events, is
+   * never paused.
    */
   highWaterMark?: number;
 }

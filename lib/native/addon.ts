@@ -64,6 +64,7 @@ export interface NativeRequestParams {
   frequencyPenalty?: number; // 0 = off (OpenAI semantics, over generated tokens)
   logitBias?: Array<[tokenId: number, bias: number]>; // added to the raw logits before everything else
   promptLogprobs?: boolean; // report the logprob of every prompt token after the first (teacher forcing)
+  allowedTokens?: number; // backpressure from the first step (allowTokens' meaning); absent = -1, no limit
 }
 
 /** @internal Finish codes, as vt_finish. */

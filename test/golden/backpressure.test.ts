@@ -150,6 +150,32 @@ describe.skipIf(!have)('backpressure: a reader that stops pauses its own request
     expect((await gen).finishReason).toBe('length');
   });
 
+  it('the bound holds from the first step, however long the code that called generate() takes to start its loop', async () => {
+    // A main thread that stalls (a busy handler, GC, a loaded host) between generate() and its loop: the step
+    // thread runs meanwhile, and it once ran 600 tokens past a mark of 8 before the loop's first allowance came.
+    const stall = (ms: number): void => {
+      for (const end = performance.now() + ms; performance.now() < end; );
+    };
+    const gen = engine.generate({ tokens: prompts[3] }, { maxTokens: 500, highWaterMark: 8, ...greedyForever });
+    stall(100);
+    const reader = gen[Symbol.asyncIterator]();
+    const arrived = delivered(gen);
+    await until(() => engine.stats().requestsPaused === 1);
+    await new Promise((resolve) => setTimeout(resolve, 20)); // it stays paused: nothing more arrives
+    expect(arrived()).toBe(8);
+    const taken = await reader.next();
+    expect(taken.value?.tokenIds).toHaveLength(1);
+    gen.abort();
+    expect((await gen).tokenIds).toHaveLength(8);
+
+    // Not iterated in that tick, a generation is let go: awaited after the same stall, it is never paused.
+    const awaited = engine.generate({ tokens: prompts[3] }, { maxTokens: 300, highWaterMark: 8, ...greedyForever });
+    stall(100);
+    const result = await awaited;
+    expect([result.finishReason, result.tokenIds.length]).toEqual(['length', 300]);
+    expect(engine.stats()).toMatchObject({ requestsPaused: 0, kvBlocksUsed: 0 });
+  });
+
   it('aborting a paused request, or breaking out of its loop, ends it and frees its blocks', async () => {
     const gen = engine.generate({ tokens: prompts[3] }, { maxTokens: 500, highWaterMark: 8, ...greedyForever });
     const reader = gen[Symbol.asyncIterator]();

@@ -96,6 +96,9 @@ void cycle(int index, bool free_in_flight) {
     rp.seed = uint64_t(index * 100 + i);
     if (i % 2) rp.temperature = 0.8f, rp.top_k = 40, rp.top_p = 0.95f;
     if (i % 3 == 0) rp.logprobs = 3;
+    // Backpressure from its first step: request 5 may generate one token, then pauses (a limit given by a later
+    // vt_engine_allow_tokens alone could come after the step thread has run past it).
+    if (i == 5) rp.allowed_tokens = 1, rp.max_tokens = 24, rp.n_stop_ids = 0;  // no EOS: only the pause stops it
     uint64_t id = 0;
     {
       // Registered before submit: the step thread may report the request before submit returns.
@@ -108,10 +111,16 @@ void cycle(int index, bool free_in_flight) {
     }
     ids.push_back(id);
   }
+  {
+    vt_request_params bad = vt_request_default_params();
+    bad.allowed_tokens = -2;
+    const int32_t one = 1;
+    uint64_t id = 0;
+    CHECK(vt_engine_submit(e, &one, 1, bad, &id, err, sizeof err) == VT_ERR_INVALID_OPTION);
+  }
   vt_engine_abort(e, ids[1]);  // at once, probably before its first step
   vt_engine_abort(e, 1u << 30);  // an id that never was: ignored
-  // Backpressure: request 5 may generate one token, then pauses. Bad calls are refused; a finished id is not an error.
-  CHECK(vt_engine_allow_tokens(e, ids[5], 1, err, sizeof err) == VT_OK);
+  // Backpressure: bad calls are refused; a finished id is not an error.
   CHECK(vt_engine_allow_tokens(e, ids[5], -2, err, sizeof err) == VT_ERR_INVALID_OPTION);
   CHECK(vt_engine_allow_tokens(e, 1u << 30, 1, err, sizeof err) == VT_ERR_INVALID_OPTION);
   CHECK(vt_engine_allow_tokens(e, 0, 1, err, sizeof err) == VT_ERR_INVALID_OPTION);
@@ -124,7 +133,7 @@ void cycle(int index, bool free_in_flight) {
       r.cv.wait(lock, [&] { return r.tokens[ids[2]] > 0 || r.finishes[ids[2]] > 0; });
     }
     vt_engine_abort(e, ids[4]);
-    // Request 5 stops at its one token (unless that token ended it) and waits, holding its KV, until allowed more.
+    // Request 5 stops at its one token (no EOS can end it) and waits, holding its KV, until allowed more.
     auto ended5 = [&] {
       std::lock_guard<std::mutex> lock(r.mu);
       return r.finishes[ids[5]] > 0;
@@ -132,14 +141,14 @@ void cycle(int index, bool free_in_flight) {
     vt_engine_stats st{};
     while (vt_engine_stats_get(e, &st) == VT_OK && st.requests_paused == 0 && !ended5())
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    if (!ended5()) {
-      {
-        std::lock_guard<std::mutex> lock(r.mu);
-        CHECK(r.tokens[ids[5]] == 1);
-      }
-      CHECK(st.requests_paused == 1 && st.kv_blocks_used > 0);
-      CHECK(vt_engine_allow_tokens(e, ids[5], -1, err, sizeof err) == VT_OK);
+    CHECK(!ended5());
+    {
+      std::lock_guard<std::mutex> lock(r.mu);
+      CHECK(r.tokens[ids[5]] == 1);
     }
+    CHECK(st.requests_paused == 1 && st.kv_blocks_used > 0);
+    CHECK(vt_engine_allow_tokens(e, ids[5], 1, err, sizeof err) == VT_OK);  // what it has: it stays paused
+    CHECK(vt_engine_allow_tokens(e, ids[5], -1, err, sizeof err) == VT_OK);
     std::unique_lock<std::mutex> lock(r.mu);
     r.cv.wait(lock, [&] { return r.open == 0; });
   }

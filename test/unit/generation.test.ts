@@ -387,6 +387,36 @@ describe('Generation: backpressure', () => {
     expect(readerPaused.mock.calls).toStrictEqual([[true]]);
   });
 
+  // As the engine submits: held to the high-water mark from the first step (native allowedTokens).
+  it('held from the start: a loop taken in the same tick keeps that allowance, so nothing is sent until it reads', async () => {
+    const { gen, allowTokens } = makeGeneration({ highWaterMark: 8, heldFromStart: true });
+    const reader = gen[Symbol.asyncIterator]();
+    await Promise.resolve(); // past the microtask that would lift the limit of a generation nobody iterates
+    expect(allowTokens).not.toHaveBeenCalled(); // the engine already has 8
+    for (let i = 0; i < 8; ++i) gen._push(token(i));
+    for (let i = 0; i < 6; ++i) await reader.next();
+    expect(allowTokens.mock.calls).toStrictEqual([[14]]);
+  });
+
+  it('held from the start: a generation not iterated by the next microtask is let go, and held again by a later loop', async () => {
+    const { gen, allowTokens, readerPaused } = makeGeneration({ highWaterMark: 8, heldFromStart: true });
+    expect(allowTokens).not.toHaveBeenCalled(); // decided after the code that called generate(), not during it
+    await Promise.resolve();
+    expect(allowTokens.mock.calls).toStrictEqual([[-1]]); // awaited or followed through events: never paused
+    for (let i = 0; i < 20; ++i) gen._push(token(i));
+    expect(readerPaused).not.toHaveBeenCalled();
+    gen[Symbol.asyncIterator](); // a loop taken later holds it to what it has read, as ever
+    expect(allowTokens.mock.calls).toStrictEqual([[-1], [8]]);
+    expect(readerPaused.mock.calls).toStrictEqual([[true]]);
+  });
+
+  it('held from the start: one that ended before the microtask is not let go (the engine forgot it)', async () => {
+    const { gen, allowTokens } = makeGeneration({ highWaterMark: 8, heldFromStart: true });
+    gen._push(token(1, { finish: NativeFinish.Length }));
+    await gen;
+    expect(allowTokens).not.toHaveBeenCalled();
+  });
+
   it('an iterator taken after the end allows nothing', async () => {
     const { gen, allowTokens } = makeGeneration({ highWaterMark: 4 });
     gen._push(token(1, { finish: NativeFinish.Length }));
