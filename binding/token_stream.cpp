@@ -7,8 +7,17 @@ namespace vtb {
 
 TokenStream *TokenStream::create(Napi::Env env, Napi::Function on_step) {
   auto *self = new TokenStream();
+  // The finalizer runs on the JS thread once the function is released and its queue delivered (or the environment
+  // ends, when nobody is left to tell).
   self->tsfn_ = Napi::ThreadSafeFunction::New(env, on_step, "vtengine.step", 0 /* unbounded: never block the step thread */, 1,
-                                              [](Napi::Env, TokenStream *s) { delete s; }, self);
+                                              [](Napi::Env env, TokenStream *s) {
+                                                std::unique_ptr<TokenStream> owned(s);
+                                                if (!s->drained_) return;
+                                                try {
+                                                  s->drained_->Resolve(env.Undefined());
+                                                } catch (const Napi::Error &) {
+                                                }
+                                              }, self);
   self->tsfn_.Unref(env);
   return self;
 }
@@ -105,6 +114,16 @@ void TokenStream::release() {
   if (released_) return;
   released_ = true;
   tsfn_.Release();
+}
+
+void TokenStream::release(Napi::Env env, Napi::Promise::Deferred drained) {
+  if (released_) {
+    drained.Resolve(env.Undefined());
+    return;
+  }
+  drained_ = drained;
+  tsfn_.Ref(env);  // a pending promise does not keep the process alive; the queue being delivered must
+  release();
 }
 
 }  // namespace vtb

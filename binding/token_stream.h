@@ -7,6 +7,7 @@
 #include <napi.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ class TokenStream {
   // Called once, after the engine (and so the step thread) is gone. The stream deletes itself once the
   // events still queued have been delivered.
   void release();
+  // release() for dispose(): resolves `drained` once every event still queued has been delivered, so that the
+  // generations have every token the engine made before the promise settles; holds the event loop until then.
+  void release(Napi::Env env, Napi::Promise::Deferred drained);
 
  private:
   struct Batch {
@@ -46,6 +50,7 @@ class TokenStream {
   int64_t paused_ = 0;
   bool holding_ = false;  // the function is ref'd
   bool released_ = false;
+  std::optional<Napi::Promise::Deferred> drained_;  // resolved by the function's finalizer, after the last delivery
 };
 
 }  // namespace vtb

@@ -14,10 +14,9 @@ class DisposeWorker : public Napi::AsyncWorker {
       : Napi::AsyncWorker(env, "vtengine.dispose"), engine_(engine), stream_(stream), deferred_(deferred) {}
 
   void Execute() override { vt_engine_free(engine_); }
-  void OnOK() override {
-    stream_->release();
-    deferred_.Resolve(Env().Undefined());
-  }
+  // Resolved once the events the engine queued before it stopped (its last tokens, the aborts of what was left)
+  // have reached JS: dispose() then settles every generation with exactly what the engine reported.
+  void OnOK() override { stream_->release(Env(), deferred_); }
 
  private:
   vt_engine *engine_;
