@@ -22,7 +22,10 @@ describe.skipIf(!name)('abort', () => {
 
   it('an AbortSignal ends its request with the partial result; others continue', async () => {
     const controller = new AbortController();
-    const victim = engine.generate({ tokens: prompt }, { maxTokens: 10_000, stopTokenIds: [], signal: controller.signal });
+    const victim = engine.generate({ tokens: prompt }, { maxTokens: 10_000, stopTokenIds: [], signal: controller.signal, highWaterMark: 8 });
+    // An iterator nobody reads holds it at 8 tokens, so only the abort can end it: a JS thread that stalls past the
+    // few ms the whole context takes would otherwise see it end by its length first.
+    victim[Symbol.asyncIterator]();
     const bystander = engine.generate({ tokens: prompt }, { maxTokens: 40, stopTokenIds: [] });
     let seen = 0;
     victim.on('token', () => {

@@ -127,7 +127,8 @@ describe.skipIf(!name)('prefix caching: bit-equal outputs with the cache on and 
   it('an abort leaves its cached blocks to the next request, and holds nothing', async () => {
     const prompt = [...long().slice(0, 48), ...long().slice(250, 262)];
     const expected = outcome(await gen(off, prompt, { maxTokens: 30 }));
-    const victim = on.generate({ tokens: prompt }, { maxTokens: 10_000, stopTokenIds: [] });
+    const victim = on.generate({ tokens: prompt }, { maxTokens: 10_000, stopTokenIds: [], highWaterMark: 8 });
+    victim[Symbol.asyncIterator](); // never read: held at 8 tokens, so only the abort ends it, however late JS runs
     let seen = 0;
     victim.on('token', () => {
       if (++seen === 5) victim.abort();

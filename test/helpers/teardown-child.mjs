@@ -106,7 +106,12 @@ const scenarios = {
   'worker-body-exit-mid-generation': () => midGeneration(() => process.exit(3)),
   'worker-terminate-mid-generation': async () =>
     inWorker('worker-body-generate-forever', (w) => w.on('message', () => (ending(), w.terminate()))),
-  'worker-body-generate-forever': () => midGeneration(tellParent),
+  'worker-body-generate-forever': () => {
+    // As below: the generation may end (it is capped by the context) before the terminate arrives; the worker then
+    // stays alive, so that only the terminate ends it.
+    setInterval(() => {}, 1 << 30);
+    return midGeneration(tellParent);
+  },
   'worker-terminate-mid-load': async () =>
     inWorker('worker-body-load-forever', (w) => w.on('message', () => (ending(), w.terminate()))),
   'worker-body-load-forever': async () => {

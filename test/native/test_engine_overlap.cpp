@@ -150,14 +150,17 @@ void abort_and_allowance() {
   const std::vector<int32_t> prompt = {5, 9, 2};
   bool stopped = false;
   const std::vector<int32_t> want = expected(prompt, 300, {}, &stopped);
-  const uint64_t victim = e->submit(prompt.data(), 3, greedy(1000, {}));
-  const uint64_t bystander = e->submit(prompt.data(), 3, greedy(300, {}));
-  const uint64_t held = e->submit(prompt.data(), 3, greedy(300, {}));
-  e->allow_tokens(held, 17);
   // The abort arrives after the 5th read of picks, from the step thread itself: the step after it is in flight.
+  // (Set before the first submit: the step thread runs from then on, and reads the hook.)
+  uint64_t victim = 0;
   d->after_read = [&](int read) {
     if (read == 5) e->abort(victim);
   };
+  victim = e->submit(prompt.data(), 3, greedy(1000, {}));
+  const uint64_t bystander = e->submit(prompt.data(), 3, greedy(300, {}));
+  vt_request_params seventeen = greedy(300, {});
+  seventeen.allowed_tokens = 17;  // from its submit: a later allow_tokens could come after the chain ran past 17
+  const uint64_t held = e->submit(prompt.data(), 3, seventeen);
   CHECK(ev.wait_finished({victim, bystander}));
   {
     std::lock_guard<std::mutex> lock(ev.mu);

@@ -7,6 +7,7 @@
 // are checked against the recurrence run here on its own. The decoder also checks, per slot, that each chunk starts
 // where the slot's last one ended. Also: StateLayout's arithmetic and the CPU KvCache's addressing by it.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -58,10 +59,12 @@ class RecurrentDecoder : public FakeDecoder {
   int max_distinct_slots = 0, fresh_starts = 0;
   std::vector<std::string> violations;
 
-  int step_sleep_ms = 0;  // slows each step, so requests submitted one after another meet in the batch
+  // While set, steps wait: requests submitted one after another all meet in the batch, however slowly the
+  // submitting thread runs (a sleep per step once let early ones finish before the last was submitted).
+  std::atomic<bool> held{false};
 
   void forward(const ForwardBatch &b) override {
-    if (step_sleep_ms) std::this_thread::sleep_for(std::chrono::milliseconds(step_sleep_ms));
+    while (held) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     begin_step(b);
     if (!b.state_slots) throw std::logic_error("no state slots in the batch");
     std::set<int32_t> seen;
@@ -135,10 +138,12 @@ void through_few_slots(bool chaining) {
   e->set_step_callback(&Events::on_step, &ev);
   std::vector<uint64_t> ids;
   std::vector<std::vector<int32_t>> prompts;
+  d->held = true;
   for (int i = 0; i < 16; ++i) {
     prompts.push_back(prompt_of(i));
     ids.push_back(e->submit(prompts.back().data(), int32_t(prompts.back().size()), greedy(30 + i % 7)));
   }
+  d->held = false;
   CHECK(ev.wait_finished(ids));
   const std::string mode = chaining ? "chained" : "unchained";
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -155,10 +160,11 @@ void through_few_slots(bool chaining) {
 
   // All four slots free again: four one-token prompts run side by side.
   d->max_distinct_slots = 0;
-  d->step_sleep_ms = 2;
   std::vector<uint64_t> late;
   const std::vector<int32_t> one = {7};
+  d->held = true;
   for (int i = 0; i < kSeats; ++i) late.push_back(e->submit(one.data(), 1, greedy(20)));
+  d->held = false;
   CHECK(ev.wait_finished(late));
   CHECK(d->max_distinct_slots == kSeats);
   for (const std::string &v : d->violations) record(false, mode + ": " + v);
@@ -173,19 +179,21 @@ void paused_gives_back() {
   Events ev;
   e->set_step_callback(&Events::on_step, &ev);
   const std::vector<int32_t> held_prompt = {3, 1, 4, 1, 5};
-  const uint64_t held = e->submit(held_prompt.data(), 5, greedy(40));
-  e->allow_tokens(held, 6);
+  vt_request_params six = greedy(40);
+  six.allowed_tokens = 6;  // from its submit: a later allow_tokens could come after the step thread ran past 6
+  const uint64_t held = e->submit(held_prompt.data(), 5, six);
   for (int t = 0; t < 400 && e->stats().requests_paused != 1; ++t) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   CHECK(e->stats().requests_paused == 1 && ev.count(held) == 6);
   const int starts_before = d->fresh_starts;
   // Four more: the seats are free (a paused request has none), the slots are not: one is the paused request's.
-  d->step_sleep_ms = 2;
   std::vector<uint64_t> others;
   std::vector<std::vector<int32_t>> prompts;
+  d->held = true;
   for (int i = 0; i < kSeats; ++i) {
     prompts.push_back(prompt_of(20 + i));
     others.push_back(e->submit(prompts.back().data(), int32_t(prompts.back().size()), greedy(25)));
   }
+  d->held = false;
   CHECK(ev.wait_finished(others));
   CHECK(d->max_distinct_slots == kSeats);
   CHECK(e->stats().preemptions >= 1);  // the paused request's state taken back

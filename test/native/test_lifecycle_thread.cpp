@@ -50,17 +50,18 @@ int main() {
   CHECK(inner == first);
 
   // At the same time: the second call does not wait for the first, which waits for it to start.
-  std::atomic<bool> second_started{false};
+  std::atomic<bool> first_started{false}, second_started{false};
   bool first_saw_second = false;
   std::thread::id a_id, b_id;
   std::thread a([&] {
     vt::on_lifecycle_thread([&] {
       a_id = std::this_thread::get_id();
+      first_started = true;
       first_saw_second = wait_for(second_started);
     });
   });
   std::thread b([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // most likely after a's call has begun
+    CHECK(wait_for(first_started));  // b's call comes while a's runs
     vt::on_lifecycle_thread([&] {
       b_id = std::this_thread::get_id();
       second_started = true;

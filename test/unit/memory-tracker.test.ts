@@ -13,12 +13,18 @@ describe('MemoryTracker', () => {
   it('returns peaks that are the maxima of its samples, the baseline included', async () => {
     const samples: MemorySample[] = [];
     const tracker = new MemoryTracker({ intervalMs: 10, onSample: (s) => samples.push(s) });
-    // Touch 192 MiB (every page written) while it samples, then drop it.
+    // Touch 192 MiB (every page written) while it samples, then drop it. Counted in samples, not milliseconds: a
+    // loaded host may take far longer than the interval over each (and one begun before the allocation may end
+    // after it, so two more are awaited each time).
+    const moreSamples = async (n: number): Promise<void> => {
+      for (const want = samples.length + n; samples.length < want; ) await sleep(5);
+    };
+    await moreSamples(1);
     let block: Buffer | undefined = Buffer.alloc(192 * MiB, 1);
-    await sleep(60);
+    await moreSamples(2);
     block = undefined;
     void block;
-    await sleep(20);
+    await moreSamples(2);
     const peaks = tracker.stop();
 
     expect(peaks.samples).toBe(samples.length);

@@ -59,9 +59,22 @@ function endless(stream: boolean): Record<string, unknown> {
   return { prompt: 'def f(x):', max_tokens: engine.modelInfo.maxContext - 64, temperature: 0, logit_bias: noEos, stream };
 }
 
-function idle(): { running: number; waiting: number; kvBlocksUsed: number } {
+function idle(): { running: number; waiting: number; paused: number; kvBlocksUsed: number } {
   const s = engine.stats();
-  return { running: s.requestsRunning, waiting: s.requestsWaiting, kvBlocksUsed: s.kvBlocksUsed };
+  return { running: s.requestsRunning, waiting: s.requestsWaiting, paused: s.requestsPaused, kvBlocksUsed: s.kvBlocksUsed };
+}
+
+/**
+ * Makes the server's next generation hold at 8 tokens (an iterator nobody reads: it pauses, keeping its KV), so a
+ * non-streamed request can only end by an abort or close(): run free it could reach its length before a late test.
+ */
+function holdNextGeneration(): void {
+  const generate = engine.generate.bind(engine);
+  vi.spyOn(engine, 'generate').mockImplementationOnce((input, options) => {
+    const gen = generate(input, { ...options, highWaterMark: 8 });
+    gen[Symbol.asyncIterator]();
+    return gen;
+  });
 }
 
 beforeAll(async () => {
@@ -192,12 +205,15 @@ describe('requests in flight', () => {
     const { url } = await listening();
     const before = engine.stats().tokensGenerated;
     const controller = new AbortController();
+    holdNextGeneration();
     const pending = post(`${url}/completions`, endless(false), { signal: controller.signal }).catch((err: Error) => err.name);
-    await vi.waitFor(() => expect(engine.stats().tokensGenerated).toBeGreaterThan(before), { timeout: 30_000 });
+    await vi.waitFor(() => expect(engine.stats().requestsPaused).toBe(1), { timeout: 30_000 });
     controller.abort();
     expect(await pending).toBe('AbortError');
-    await vi.waitFor(() => expect(idle()).toEqual({ running: 0, waiting: 0, kvBlocksUsed: 0 }), { timeout: 30_000 });
-    expect(engine.stats().tokensGenerated - before).toBeLessThan(endless(false).max_tokens as number);
+    // Held, it keeps its KV blocks until the abort reaches the engine.
+    await vi.waitFor(() => expect(idle()).toEqual({ running: 0, waiting: 0, paused: 0, kvBlocksUsed: 0 }), { timeout: 30_000 });
+    expect(engine.stats().tokensGenerated - before).toBe(8);
+    vi.restoreAllMocks();
   });
 
   it('close() ends streams with an error event and whole requests with a 503, frees the engine, and resolves', async () => {
@@ -207,8 +223,10 @@ describe('requests in flight', () => {
     const reader = streamed.body!.getReader();
     const first = new TextDecoder().decode((await reader.read()).value);
     expect(first).toMatch(/^data: \{/);
+    holdNextGeneration();
     const whole = post(`${url}/completions`, endless(false));
-    await vi.waitFor(() => expect(engine.stats().requestsRunning).toBe(2), { timeout: 30_000 });
+    // Both in flight: the stream may be paused too (its client reads no more, so the server's loop waits on it).
+    await vi.waitFor(() => expect(engine.stats().requestsRunning + engine.stats().requestsPaused).toBe(2), { timeout: 30_000 });
     expect(server.activeRequests).toBe(2);
 
     await server.close();
@@ -220,7 +238,8 @@ describe('requests in flight', () => {
     const res = await whole;
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({ error: { code: 'service_unavailable' } });
-    expect(idle()).toEqual({ running: 0, waiting: 0, kvBlocksUsed: 0 });
+    expect(idle()).toEqual({ running: 0, waiting: 0, paused: 0, kvBlocksUsed: 0 });
+    vi.restoreAllMocks();
     expect(server.address).toBeNull();
     expect(server.activeRequests).toBe(0);
     await expect(fetch(`${url}/models`)).rejects.toThrow();
