@@ -515,8 +515,8 @@ export class Engine implements AsyncDisposable {
     } catch (err) {
       throw fromNativeError(err);
     } finally {
-      // The native side ends each live request with an Abort event, but the last events may still be on their way
-      // to this thread; end what is left here so that every generation has settled when dispose() resolves.
+      // The native side ends each live request with an Abort event, delivered before the native dispose resolves
+      // (binding/token_stream.h); whatever is left (a failed dispose) ends here, so every generation has settled.
       for (const gen of this.#live.values()) gen._abandon();
       this.#live.clear();
     }
