@@ -76,9 +76,10 @@ const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
  * Chunks wait in memory until the iterator takes them, but not without bound: the engine generates at most
  * `highWaterMark` tokens (default 256, an option of `generate()`) ahead of what the iterator has taken, from the
  * request's first step when the iterator is taken in the tick that called `generate()` (as `for await` on it does),
- * else from the moment it is taken (tokens generated before then wait in its queue). A loop that stops reading pauses its own request in the engine, not the others, and holds at
- * most that many unread chunks (one token each, plus the last, text-only chunk some generations end with); it
- * resumes when the loop has taken all but a quarter of them, and nothing is lost or repeated. While it is paused
+ * else from the moment it is taken (tokens generated before then wait in its queue). A loop that stops reading
+ * pauses its own request in the engine, not the others, and holds at most that many unread chunks (one token each,
+ * plus the last, text-only chunk some generations end with); it resumes when the loop has taken all but a quarter
+ * of them, and nothing is lost or repeated. While it is paused
  * its promise and its `'token'` events wait too. A generation nobody iterates is never paused: awaiting it or
  * listening to `'token'` takes every token as it comes (the chunks are still kept for a loop that starts later).
  *
