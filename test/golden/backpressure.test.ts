@@ -11,6 +11,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine, type Generation, type GenerationChunk } from '../../lib/index.js';
+import { validateLoadOptions } from '../../lib/engine/load-options.js';
+import { nativeAddon } from '../../lib/native/addon.js';
 import { fixtureDir, listFixtures, readReference } from '../helpers/fixtures.js';
 
 const FIXTURE = 'qwen3-f32-v5config';
@@ -242,6 +244,32 @@ describe.skipIf(!have)('backpressure: a reader that stops pauses its own request
     expect((await awaited).tokenIds).toHaveLength(100);
     expect((await listened).tokenIds).toHaveLength(100);
     expect(heard).toBe(100);
+  });
+});
+
+describe.skipIf(!have)('the native submit: allowedTokens (what generate() sends)', () => {
+  it('holds the request from its first step; bad values are ERR_INVALID_OPTION', async () => {
+    const params = validateLoadOptions({ device: 'cpu', threads: 1 });
+    const tokens: number[] = [];
+    const native = await nativeAddon().loadEngine(fixtureDir(FIXTURE), params, () => {}, (events) => {
+      for (const e of events) if (e.token >= 0) tokens.push(e.token);
+    }, new Int32Array(new SharedArrayBuffer(4)));
+    try {
+      const request = { maxTokens: 100, temperature: 0, topK: 0, topP: 1, minP: 0, logprobs: 0, stopTokenIds: [] };
+      const prompt = Int32Array.from(readReference(FIXTURE).prompts[0].ids);
+      for (const allowedTokens of [-2, 1.5, Number.NaN, 2 ** 31]) {
+        expect(() => native.submit(prompt, { ...request, allowedTokens }), String(allowedTokens)).toThrow(
+          expect.objectContaining({ code: 'ERR_INVALID_OPTION' }),
+        );
+      }
+      native.submit(prompt, { ...request, allowedTokens: 3 }); // nothing else ever allows it more
+      await until(() => native.stats().requestsPaused === 1);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(tokens).toHaveLength(3);
+      expect(native.stats()).toMatchObject({ requestsPaused: 1, requestsRunning: 0 });
+    } finally {
+      await native.dispose();
+    }
   });
 });
 
