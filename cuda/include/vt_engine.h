@@ -201,8 +201,9 @@ void vt_engine_abort(vt_engine *engine, uint64_t request_id);
  * the step thread sleeps when every request is paused) and keeps its KV blocks, so it goes on where it stopped;
  * when the pool runs dry, paused requests give their blocks back before any running request is preempted, and are
  * recomputed when they go on. A consumer that has read r tokens and lets the engine run w ahead calls it with
- * r + w: no more than w tokens are then ever generated and not yet read. -1 = no limit (every request starts so).
- * Takes effect at the next step; a limit at or below what the request has already generated pauses it after any
+ * r + w: no more than w tokens are then ever generated and not yet read. -1 = no limit. A request starts with
+ * vt_request_params.allowed_tokens (default -1): give w there, since this call can only come after submit has
+ * returned, when the step thread may already have run. Takes effect at the next step; a limit at or below what the request has already generated pauses it after any
  * token already in flight. A finished id is ignored, as by vt_engine_abort. VT_ERR_INVALID_OPTION for
  * n_tokens < -1 or an id this engine never issued. */
 vt_status vt_engine_allow_tokens(vt_engine *engine, uint64_t request_id, int32_t n_tokens, char *err, size_t err_cap);
