@@ -75,15 +75,11 @@ vt_status vt_engine_load(const char *dir, vt_engine_params params, vt_engine **o
 }
 
 void vt_engine_free(vt_engine *engine) {
-  auto teardown = [engine] {
+  // Nothing here throws, and a hand-over that cannot get a thread runs it inline (lifecycle_thread.cpp).
+  vt::on_lifecycle_thread([engine] {
     delete engine;
     vt::return_free_heap();  // what the engine's threads freed into their arenas goes back (heap_trim.h)
-  };
-  try {
-    vt::on_lifecycle_thread(teardown);
-  } catch (...) {  // the hand-over itself failed (no memory for a thread): the teardown has not run
-    teardown();
-  }
+  });
 }
 
 vt_status vt_engine_model_info(const vt_engine *engine, vt_model_info *out) {

@@ -4,6 +4,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -56,6 +57,27 @@ struct Pool {
       c->finished.notify_one();  // under the lock: once the caller sees done it may leave, and c with it
     }
   }
+
+  // Under mu: the first idle worker, else a new one on a thread of its own; null when neither memory nor a thread
+  // can be had (the caller then does the work itself). The worker is in the list before its thread starts, so a
+  // failure after the start can never free a worker its thread waits on.
+  Worker *idle_or_new() {
+    for (auto &w : workers)
+      if (!w->call) return w.get();
+    try {
+      workers.push_back(std::make_unique<Worker>());
+    } catch (const std::bad_alloc &) {
+      return nullptr;
+    }
+    Worker *w = workers.back().get();
+    try {
+      std::thread([this, w] { serve(w); }).detach();
+    } catch (const std::system_error &) {
+      workers.pop_back();
+      return nullptr;
+    }
+    return w;
+  }
 };
 
 }  // namespace
@@ -67,22 +89,10 @@ void run_on_lifecycle_thread(void (*fn)(void *), void *arg) {
   call.fn = fn;
   call.arg = arg;
   std::unique_lock<std::mutex> lk(pool.mu);
-  Worker *w = nullptr;
-  for (auto &candidate : pool.workers)
-    if (!candidate->call) {
-      w = candidate.get();
-      break;
-    }
-  if (!w) {
-    auto fresh = std::make_unique<Worker>();
-    try {
-      std::thread([&pool, p = fresh.get()] { pool.serve(p); }).detach();
-    } catch (const std::system_error &) {  // no thread to be had: do the work here, as before
-      lk.unlock();
-      return fn(arg);
-    }
-    w = fresh.get();
-    pool.workers.push_back(std::move(fresh));
+  Worker *w = pool.idle_or_new();
+  if (!w) {  // no thread to be had: do the work here, as before
+    lk.unlock();
+    return fn(arg);
   }
   w->call = &call;
   w->has_call.notify_one();

@@ -19,7 +19,7 @@ void run_on_lifecycle_thread(void (*fn)(void *), void *arg);
 }
 
 // Runs f() on a lifecycle thread and returns when it has; rethrows what f throws. Inline when the caller already is
-// one (a teardown inside a load). Callers at the same time each get a thread, so loads never wait for each other.
+// one (a teardown inside a load), or when no thread can be had (no memory for one). Callers at the same time each get a thread, so loads never wait for each other.
 template <typename F>
 void on_lifecycle_thread(F &&f) {
   using Fn = std::remove_reference_t<F>;
