@@ -93,6 +93,15 @@ Loaded load() {
   resolve(lib, d.cuMemHostAlloc, "cuMemHostAlloc", nullptr, &missing);
   resolve(lib, d.cuMemFreeHost, "cuMemFreeHost", nullptr, &missing);
   resolve(lib, d.cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", nullptr, &missing);
+  resolve(lib, d.cuMemAddressReserve, "cuMemAddressReserve", nullptr, &missing);
+  resolve(lib, d.cuMemAddressFree, "cuMemAddressFree", nullptr, &missing);
+  resolve(lib, d.cuMemCreate, "cuMemCreate", nullptr, &missing);
+  resolve(lib, d.cuMemRelease, "cuMemRelease", nullptr, &missing);
+  resolve(lib, d.cuMemMap, "cuMemMap", nullptr, &missing);
+  resolve(lib, d.cuMemUnmap, "cuMemUnmap", nullptr, &missing);
+  resolve(lib, d.cuMemSetAccess, "cuMemSetAccess", nullptr, &missing);
+  resolve(lib, d.cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity", nullptr, &missing);
+  resolve(lib, d.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", nullptr, &missing);
   if (!missing.empty()) {
     a.reason = "the NVIDIA driver is too old: libcuda.so.1 has no " + missing + " (CUDA " +
                version_text(kMinDriverVersion) + " or newer is needed)";

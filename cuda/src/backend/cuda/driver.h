@@ -74,6 +74,7 @@ enum : int {
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
   CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+  CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
 };
 enum : int { CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
 enum : unsigned { CU_STREAM_NON_BLOCKING = 1, CU_EVENT_DEFAULT = 0 };
@@ -81,6 +82,44 @@ enum : unsigned { CU_STREAM_NON_BLOCKING = 1, CU_EVENT_DEFAULT = 0 };
 // thread, so a JS thread asking for memory figures during a capture is not affected.
 enum : int { CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1 };
 enum : unsigned { CU_MEMHOSTALLOC_PORTABLE = 1, CU_MEMHOSTALLOC_DEVICEMAP = 2 };
+
+// Virtual memory management (the KV pool that grows: an address range reserved once, physical memory mapped into
+// it in chunks). cuda.h's CUmemLocation, CUmemAllocationProp and CUmemAccessDesc, with the values we use.
+using CUmemGenericAllocationHandle = unsigned long long;
+enum : int { CU_MEM_LOCATION_TYPE_DEVICE = 1, CU_MEM_ALLOCATION_TYPE_PINNED = 1, CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3 };
+enum : int { CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1 };
+struct CUmemLocation {
+  int type;
+  int id;
+};
+struct CUmemAllocationProp {
+  int type;                  // CU_MEM_ALLOCATION_TYPE_PINNED
+  int requestedHandleTypes;  // 0: none
+  CUmemLocation location;
+  void *win32HandleMetaData;
+  struct {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+};
+struct CUmemAccessDesc {
+  CUmemLocation location;
+  int flags;  // CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+};
+static_assert(sizeof(CUmemAllocationProp) == 32 && sizeof(CUmemAccessDesc) == 12, "VMM structs must match cuda.h");
+
+// The Tensor Memory Accelerator's tensor maps (sm_90+ GEMM tiles, cp.async.bulk.tensor): an opaque 128-byte
+// descriptor the host encodes and a kernel receives by value. cuda.h's enums, the values we use.
+struct alignas(64) CUtensorMap {
+  unsigned long long opaque[16];
+};
+enum : int { CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9 };
+enum : int { CU_TENSOR_MAP_INTERLEAVE_NONE = 0 };
+enum : int { CU_TENSOR_MAP_SWIZZLE_NONE = 0, CU_TENSOR_MAP_SWIZZLE_128B = 3 };
+enum : int { CU_TENSOR_MAP_L2_PROMOTION_NONE = 0, CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2, CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3 };
+enum : int { CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0 };
 
 // --- the function table ----------------------------------------------------------------------------------------
 struct Driver {
@@ -136,6 +175,24 @@ struct Driver {
   CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *config, CUfunction fn, void **params, void **extra);
   CUresult (*cuLaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                              unsigned bz, unsigned shared_bytes, CUstream s, void **params, void **extra);
+  // Virtual memory management (every driver we accept has it; CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED
+  // says whether a device does)
+  CUresult (*cuMemAddressReserve)(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                  unsigned long long flags);
+  CUresult (*cuMemAddressFree)(CUdeviceptr ptr, size_t size);
+  CUresult (*cuMemCreate)(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+                          unsigned long long flags);
+  CUresult (*cuMemRelease)(CUmemGenericAllocationHandle handle);
+  CUresult (*cuMemMap)(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                       unsigned long long flags);
+  CUresult (*cuMemUnmap)(CUdeviceptr ptr, size_t size);
+  CUresult (*cuMemSetAccess)(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count);
+  CUresult (*cuMemGetAllocationGranularity)(size_t *granularity, const CUmemAllocationProp *prop, int option);
+  // Tensor maps (host only: encodes a descriptor, touches no device)
+  CUresult (*cuTensorMapEncodeTiled)(CUtensorMap *map, int data_type, unsigned rank, void *global_address,
+                                     const unsigned long long *global_dim, const unsigned long long *global_strides,
+                                     const unsigned *box_dim, const unsigned *element_strides, int interleave,
+                                     int swizzle, int l2_promotion, int oob_fill);
 };
 
 // The oldest driver the embedded kernels are built for: nvcc 13.0's cubins and PTX need a CUDA 13.0 driver.
