@@ -10,7 +10,8 @@
 #                                                  under compute-sanitizer memcheck), the golden check
 #                                                  (test/gpu/golden_cuda.cpp: every fixture on the GPU with fp32
 #                                                  and bf16 activations, and batching), test/gpu/model_cuda.cpp
-#                                                  (models over the ops against float64) and bench/cuda-ops, keep
+#                                                  (models over the ops against float64), the KV pool's device
+#                                                  memory (test/native/test_kv_pool_cuda.cpp) and bench/cuda-ops, keep
 #                                                  their logs (in $OUT when set, else .gpu-out/logs), and print
 #                                                  a summary table last
 #   scripts/gpu-check.sh run --quick               the op tests on small shapes and the golden check only
@@ -54,6 +55,8 @@ prepare() {
   "$cxx" "${flags[@]}" bench/cuda-sync.cpp "${objs[@]}" "${ld[@]}" -o "$out/bench_cuda_sync"
   # nlohmann/json is header-only (third_party/): the binary carries it.
   "$cxx" "${flags[@]}" test/gpu/golden_cuda.cpp "${objs[@]}" "${ld[@]}" -o "$out/golden_cuda"
+  # The KV pool's device memory through the driver alone: map, grow, trim, out of memory, reserve/free cycles.
+  "$cxx" "${flags[@]}" test/native/test_kv_pool_cuda.cpp "${objs[@]}" "${ld[@]}" -o "$out/test_kv_pool_cuda"
   # Models over the CUDA backend's ops against a float64 reference (the dense model and a test-only variant).
   "$cxx" "${flags[@]}" -Itest/native test/gpu/model_cuda.cpp "${objs[@]}" "${ld[@]}" -o "$out/model_cuda"
   # The end-to-end benchmark's engine side (scripts/gpu-bench.sh runs it), and the commit it was built from.
@@ -71,7 +74,7 @@ run() {
   done
   local logs=${OUT:-$out/logs}
   mkdir -p "$logs"
-  for b in test_cuda_ops bench_cuda_ops golden_cuda model_cuda; do
+  for b in test_cuda_ops bench_cuda_ops golden_cuda model_cuda test_kv_pool_cuda; do
     [ -x "$out/$b" ] || { echo "gpu-check: $out/$b missing: run 'scripts/gpu-check.sh prepare' on the build machine"; exit 1; }
   done
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null \
@@ -123,6 +126,9 @@ run() {
   # Models over the ops interface (the dense model and a variant in another order) against float64.
   "$out/model_cuda" > "$logs/model_cuda.log" 2>&1
   local model_rc=$?
+  # The KV pool that grows (test/native/test_kv_pool_cuda.cpp).
+  "$out/test_kv_pool_cuda" > "$logs/kv_pool.log" 2>&1
+  local kv_rc=$?
   local bench_rc=0 bench_secs=0
   if [ "$quick" = 0 ]; then
     t0=$SECONDS
@@ -137,6 +143,8 @@ run() {
   echo "memcheck (VT_TEST_SMALL): $san_line"
   cat "$logs/golden.txt"
   echo "model_cuda: $(tail -1 "$logs/model_cuda.log") (exit $model_rc)"
+  echo "test_kv_pool_cuda: $(tail -1 "$logs/kv_pool.log") (exit $kv_rc)"
+  grep '^FAIL' "$logs/kv_pool.log" | head -10
   grep -E '^(FAIL|SKIP)' "$logs/model_cuda.log" | head -10
   for g in "${modes[@]}"; do
     sed -n '/^==== golden/,$p' "$logs/golden_$g.log"
@@ -145,7 +153,7 @@ run() {
     echo "bench_cuda_ops: exit $bench_rc, ${bench_secs} s"
     sed -n '/^op  /,$p' "$logs/bench_cuda_ops.log"
   fi
-  [ "$test_rc" = 0 ] && [ "$san_rc" = 0 ] && [ "$bench_rc" = 0 ] && [ "$golden_rc" = 0 ] && [ "$model_rc" = 0 ]
+  [ "$test_rc" = 0 ] && [ "$san_rc" = 0 ] && [ "$bench_rc" = 0 ] && [ "$golden_rc" = 0 ] && [ "$model_rc" = 0 ] && [ "$kv_rc" = 0 ]
 }
 
 case "$mode" in

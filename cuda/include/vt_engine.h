@@ -62,7 +62,7 @@ typedef void (*vt_progress_fn)(float fraction, const char *stage, void *user);
  * (the batch padded to the bucket), instead of launching each kernel. */
 typedef struct vt_cuda_graphs {
   int32_t enabled;      /* -1 = default (on), 0 = off, 1 = on */
-  int32_t max_batch;    /* largest batch captured; 0 = min(max_seqs, 128) */
+  int32_t max_batch;    /* largest batch captured; 0 = min(max_seqs, 256) */
   int32_t n_buckets;    /* 0 = powers of two up to max_batch (and max_batch itself) */
   int32_t buckets[32];  /* ascending batch sizes, each 1 .. max_seqs */
   int32_t dedup;        /* 1: buckets whose graphs differ only in launch sizes share one executable
@@ -75,17 +75,25 @@ typedef struct vt_engine_params {
   vt_device device;
   int32_t n_threads;          /* CPU backend threads; 0 = number of online cores */
   int32_t max_context;        /* tokens per sequence; 0 = min(config max_position_embeddings, 8192) */
-  int32_t max_seqs;           /* sequences scheduled in one step; 0 = 64 */
+  int32_t max_seqs;           /* sequences scheduled in one step; 0 = 256 on the CUDA backend, 64 on the CPU */
   int32_t max_batch_tokens;   /* tokens in one step (decodes + prefill chunks); 0 = 512 */
   int32_t kv_block_size;      /* tokens per KV block; 0 = 16 */
-  int64_t kv_cache_bytes;     /* KV pool size; 0 = room for max(max_context, 4096) tokens */
+  int64_t kv_cache_bytes;     /* KV pool size, in whole blocks (rounded down). CPU: the pool; 0 = room for
+                                 max(max_context, 4096) tokens (rounded up to whole blocks). CUDA: the pool's
+                                 ceiling; 0 = what the GPU has free at load less the weights, the workspaces, the
+                                 state slots and a 256 MiB reserve (at most max_seqs x max_context tokens). The CUDA
+                                 pool maps room for max(max_context, 4096) tokens at load (whole chunks, at most the
+                                 ceiling), grows in chunks as requests need blocks, and gives the chunks above that
+                                 back when the engine is idle. Either way it must hold max_context tokens
+                                 (VT_ERR_OUT_OF_MEMORY otherwise) */
   vt_progress_fn progress;
   void *progress_user;
   const volatile int32_t *cancel; /* optional: load stops with VT_ERR_CANCELLED when *cancel != 0 */
   vt_dtype dtype;             /* CUDA activations; AUTO = bfloat16 (FLOAT32: exact against fp32 references) */
   vt_cuda_graphs cuda_graphs;
   double gpu_memory_utilization; /* 0 = unset; in (0, 1]: the share of the GPU's memory this engine may take in
-                                    all (weights, workspaces, graphs, KV); the KV pool gets what the rest leaves.
+                                    all (weights, workspaces, graphs, KV); the KV pool's ceiling is what the rest
+                                    leaves (it grows to it with demand, as kv_cache_bytes's does).
                                     Exclusive with kv_cache_bytes; ignored on the CPU backend */
   /* Prefix caching (appended): full KV blocks are kept, by their tokens and everything before them, and reused by
    * later requests whose tokens start the same way (a shared system prompt, the earlier turns of a chat), which then
@@ -228,6 +236,13 @@ typedef struct vt_engine_stats {
   int64_t prefix_cache_hit_tokens;  /* of those, the tokens whose KV was found cached and not computed */
   int32_t prefix_cache_blocks;      /* blocks in the cache now, held by requests or not */
   int64_t prefix_cache_evictions;   /* cached blocks taken for new KV since load */
+  /* The KV pool as it is now (appended). kv_blocks_total and kv_cache_bytes are its ceiling, as reserved; a CUDA
+   * pool maps device memory for kv_blocks_mapped of those blocks, growing in chunks as requests need them and giving
+   * the chunks above its load-time size back when the engine is idle (the CPU's pool is fixed: all its blocks are
+   * mapped, its pages committed as they are written). */
+  int32_t kv_blocks_mapped;         /* blocks usable now without mapping more */
+  int64_t kv_cache_resident_bytes;  /* memory the pool (and the state slots) hold now: CUDA, the mapped chunks; CPU,
+                                       the pages ever written (mincore) */
 } vt_engine_stats;
 
 vt_status vt_engine_stats_get(vt_engine *engine, vt_engine_stats *out);
@@ -240,10 +255,14 @@ typedef struct vt_memory_report {
   int64_t weight_host_bytes;            /* weights copied into host heap memory (fp32 norms and biases) */
   int64_t weight_mapped_bytes;          /* weights used in place from the checkpoint's file mapping */
   int64_t weight_mapped_resident_bytes; /* of the checkpoint files' mappings, the bytes in memory now */
-  int64_t kv_cache_bytes;               /* the KV pool as reserved (and the state slots of models whose
-                                           recurrent layers keep a fixed-size state per request) */
-  int64_t kv_cache_resident_bytes;      /* of it, pages ever written (-1 if unknown) */
-  int32_t kv_blocks_total;
+  int64_t kv_cache_bytes;               /* the KV pool as reserved: its ceiling (and the state slots of models whose
+                                           recurrent layers keep a fixed-size state per request). On the CUDA
+                                           backend this is address space: device memory is mapped for the blocks
+                                           in use (kv_cache_resident_bytes) */
+  int64_t kv_cache_resident_bytes;      /* of it, the memory held now: CUDA, the mapped chunks and the state slots
+                                           (it grows with demand and shrinks when the engine is idle); CPU, the
+                                           pages ever written (-1 if unknown) */
+  int32_t kv_blocks_total;              /* the ceiling: blocks the pool may hold at most */
   int32_t kv_blocks_used;               /* held by requests; cached blocks no request holds count as free */
   int32_t kv_block_size;
   int64_t workspace_bytes;              /* activations, logits and sampler scratch, sized at load */
@@ -258,6 +277,8 @@ typedef struct vt_memory_report {
   /* Page-locked host memory the CUDA backend stages each step through (the step's integers, sampled ids and
    * logprobs, logits-processor lists); 0 on the CPU backend. (Appended.) */
   int64_t host_pinned_bytes;
+  /* Of kv_blocks_total, the blocks usable now: the mapped chunks of a CUDA pool; all of them on the CPU. (Appended.) */
+  int32_t kv_blocks_mapped;
 } vt_memory_report;
 
 /* Callable from any thread, also while the step thread runs (the JS thread asks between steps). */
@@ -270,12 +291,17 @@ typedef struct vt_memory_estimate {
   int64_t weight_device_bytes;   /* of those, in GPU memory */
   int64_t weight_host_bytes;     /* host heap copies */
   int64_t weight_mapped_bytes;   /* read in place from the files (page cache) */
-  int64_t kv_cache_bytes;
-  int64_t kv_cache_tokens;
+  int64_t kv_cache_bytes;        /* the KV pool's ceiling (and the state slots): what it may hold at most */
+  int64_t kv_cache_tokens;       /* tokens the ceiling holds, over all sequences */
   int64_t workspace_bytes;
   int32_t max_context;           /* effective, after params */
   int64_t host_available_bytes;  /* MemAvailable now, -1 if unknown */
   int64_t host_pinned_bytes;     /* page-locked host staging of the CUDA backend (0 on the CPU); appended */
+  /* What the load maps of the pool (and the state slots), and keeps when the engine is idle: on the CUDA backend
+   * room for max(max_context, 4096) tokens in whole chunks, at most the ceiling; on the CPU (a fixed pool) the same
+   * as kv_cache_bytes / kv_cache_tokens. (Appended.) */
+  int64_t kv_cache_initial_bytes;
+  int64_t kv_cache_initial_tokens;
 } vt_memory_estimate;
 
 vt_status vt_engine_estimate(const char *dir, vt_engine_params params, vt_memory_estimate *out, char *err, size_t err_cap);
@@ -334,6 +360,12 @@ typedef struct vt_system_info {
   int32_t cuda_usable;
   char auto_device[8];               /* "cuda" or "cpu" */
   char auto_reason[512];             /* why: the GPU it takes, or why CUDA cannot be used */
+  /* The matrix products on GPU 0 ("" without a usable GPU): the selection table the CUDA backend consults (its GPU
+   * family and where it was measured, "" when it was not), and its rules: "1-8 rows: gemv; 9-16 rows: mma_m16n128,
+   * split-K to 2 blocks/SM; ...". cuBLASLt serves none of them unless VT_CUDA_GEMM=cublaslt. */
+  char gemm_family[64];
+  char gemm_measured[128];
+  char gemm_rules[512];
 } vt_system_info;
 
 /* Fills *out without loading a model: probes the CPU, reads the embedded kernels' headers, and opens the driver and

@@ -18,16 +18,47 @@ uint64_t mix64(uint64_t x) {  // splitmix64's finalizer
 
 BlockManager::BlockManager(int32_t n_blocks, int32_t block_size, bool prefix_caching, uint64_t hash_mask)
     : n_blocks_(n_blocks), block_size_(block_size), caching_(prefix_caching), hash_mask_(hash_mask),
-      refs_(size_t(n_blocks), 0) {
-  free_.reserve(size_t(n_blocks));
-  for (int32_t b = n_blocks - 1; b >= 0; --b) free_.push_back(b);  // hand out 0, 1, 2, ... first
+      limit_(n_blocks), chunk_(std::max(n_blocks, 1)) {
+  set_mapped(n_blocks);
+}
+
+void BlockManager::set_growth(int32_t mapped, int32_t chunk, Resize resize) {
+  resize_ = std::move(resize);
+  chunk_ = std::max(chunk, 1);
+  limit_ = n_blocks_;
+  set_mapped(std::clamp(mapped, 0, n_blocks_));
+}
+
+void BlockManager::free_push(int32_t b) {
+  free_.push_back(b);
+  std::push_heap(free_.begin(), free_.end(), std::greater<int32_t>());
+}
+
+int32_t BlockManager::free_pop() {
+  std::pop_heap(free_.begin(), free_.end(), std::greater<int32_t>());
+  const int32_t b = free_.back();
+  free_.pop_back();
+  return b;
+}
+
+void BlockManager::set_mapped(int32_t mapped) {
+  const int32_t before = mapped_;
+  mapped_ = mapped;
+  if (mapped < before) {  // the blocks above are neither held nor cached (trim): out of the free heap
+    std::erase_if(free_, [&](int32_t b) { return b >= mapped; });
+    std::make_heap(free_.begin(), free_.end(), std::greater<int32_t>());
+  } else {
+    free_.reserve(size_t(mapped));
+    for (int32_t b = before; b < mapped; ++b) free_push(b);
+  }
+  refs_.resize(size_t(mapped), 0);
   if (!caching_) return;
-  serial_.assign(size_t(n_blocks), 0);
-  parent_.assign(size_t(n_blocks), 0);
-  hash_.assign(size_t(n_blocks), 0);
-  tokens_.assign(size_t(n_blocks) * size_t(block_size), 0);
-  prev_.assign(size_t(n_blocks), -1);
-  next_.assign(size_t(n_blocks), -1);
+  serial_.resize(size_t(mapped), 0);
+  parent_.resize(size_t(mapped), 0);
+  hash_.resize(size_t(mapped), 0);
+  tokens_.resize(size_t(mapped) * size_t(block_size_), 0);
+  prev_.resize(size_t(mapped), -1);
+  next_.resize(size_t(mapped), -1);
 }
 
 void BlockManager::lru_push(int32_t b) {
@@ -49,7 +80,7 @@ void BlockManager::lru_unlink(int32_t b) {
   --n_evictable_;
 }
 
-void BlockManager::evict(int32_t b) {
+void BlockManager::drop_entry(int32_t b) {
   auto [lo, hi] = index_.equal_range(hash_[size_t(b)]);
   for (auto it = lo; it != hi; ++it)
     if (it->second == b) {
@@ -57,15 +88,18 @@ void BlockManager::evict(int32_t b) {
       break;
     }
   serial_[size_t(b)] = 0;  // its children, if still cached, can no longer be reached (their parent serial is gone)
+}
+
+void BlockManager::evict(int32_t b) {
+  drop_entry(b);
   ++evictions_;
 }
 
 int32_t BlockManager::take() {
   int32_t b;
   if (!free_.empty()) {
-    b = free_.back();
-    free_.pop_back();
-  } else {  // grow checked n_free(): the eviction order is not empty
+    b = free_pop();
+  } else {  // grow checked there are enough: the eviction order is not empty
     b = lru_head_;
     lru_unlink(b);
     evict(b);
@@ -74,12 +108,55 @@ int32_t BlockManager::take() {
   return b;
 }
 
+bool BlockManager::map_more(int32_t blocks) {
+  const int64_t chunks = (int64_t(mapped_) + blocks + chunk_ - 1) / chunk_;
+  const int32_t want = int32_t(std::min<int64_t>(limit_, chunks * chunk_));
+  if (want <= mapped_) return false;
+  // (clamped: the backend never takes back what was mapped while growing, nor maps past what was asked)
+  const int32_t got = std::clamp(resize_(want), mapped_, want);
+  if (got < want) limit_ = got;  // the device's memory ends here, for now: n_free() stops counting the rest
+  const int32_t before = mapped_;
+  set_mapped(got);
+  return got - before >= blocks;
+}
+
 bool BlockManager::grow(std::vector<int32_t> &table, int64_t n_tokens) {
   const int32_t need = blocks_for(n_tokens) - int32_t(table.size());
   if (need <= 0) return true;
   if (need > n_free()) return false;
+  // Free and evictable blocks first: the pool maps more only for what the sequences hold, never for the cache.
+  const int32_t short_by = need - (int32_t(free_.size()) + n_evictable_);
+  if (short_by > 0 && !map_more(short_by)) return false;
   for (int32_t i = 0; i < need; ++i) table.push_back(take());
   return true;
+}
+
+int32_t BlockManager::top() const {
+  for (int32_t b = mapped_ - 1; b >= 0; --b)
+    if (refs_[size_t(b)] > 0 || (caching_ && serial_[size_t(b)] != 0)) return b + 1;
+  return 0;
+}
+
+int32_t BlockManager::trim(int32_t keep) {
+  if (!resize_) return mapped_;
+  limit_ = n_blocks_;  // memory may have come free since a grow came short: the next one asks again
+  int32_t held = 0;
+  for (int32_t b = mapped_ - 1; b >= 0 && held == 0; --b)
+    if (refs_[size_t(b)] > 0) held = b + 1;
+  const int64_t chunks = (int64_t(std::max(keep, held)) + chunk_ - 1) / chunk_;
+  const int32_t target = int32_t(std::min<int64_t>(n_blocks_, chunks * chunk_));
+  if (target >= mapped_) return mapped_;
+  // Cached blocks above it are unheld (held < target): dropped from the cache, free until their chunks go.
+  if (caching_)
+    for (int32_t b = target; b < mapped_; ++b)
+      if (serial_[size_t(b)] != 0) {
+        lru_unlink(b);
+        drop_entry(b);
+        ++trimmed_;
+        free_push(b);
+      }
+  set_mapped(std::clamp(resize_(target), target, mapped_));
+  return mapped_;
 }
 
 void BlockManager::release(std::vector<int32_t> &table) {
@@ -87,7 +164,7 @@ void BlockManager::release(std::vector<int32_t> &table) {
     const int32_t b = *it;
     if (--refs_[size_t(b)] > 0) continue;  // another sequence still reads it
     if (caching_ && serial_[size_t(b)] != 0) lru_push(b);
-    else free_.push_back(b);
+    else free_push(b);
   }
   table.clear();
 }

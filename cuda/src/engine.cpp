@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "loader/weights.h"
 #include "memory_plan.h"
@@ -46,6 +47,9 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
   Weights w = bind_weights(c, *e->checkpoint_, [&](int done, int total) {
     progress(0.05f + (use_cuda ? 0.05f : 0.85f) * float(done) / float(total), "weights");
   });
+  // The plan reads the GPU's free memory under the context the decoder will use: held from here, it is made once.
+  std::optional<CudaDeviceHold> hold;
+  if (use_cuda) hold.emplace();
   const MemoryPlan plan = plan_memory_for(c, p, w.bytes);  // the KV pool may depend on the weights' size
   const int64_t n_params = w.n_params, weight_bytes = w.bytes;
   const DType dtype = w.dtype;
@@ -75,7 +79,8 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
                                      std::to_string(plan.kv_cache_bytes >> 20) + " MiB for " +
                                      std::to_string(int64_t(plan.n_blocks) * plan.block_size) + " tokens, workspaces " +
                                      std::to_string(plan.workspace_bytes >> 20) + " MiB) but only " + std::to_string(available >> 20) +
-                                     " MiB is available; lower maxContext or kvCacheBytes (or maxSeqs / maxBatchTokens)");
+                                     " MiB is available; lower maxContext" + (p.kv_cache_bytes > 0 ? " or kvCacheBytes" : "") +
+                                     " (or maxSeqs / maxBatchTokens)");
 
     progress(0.92f, "kv cache");
     e->pool_ = std::make_unique<cpu::ThreadPool>(plan.n_threads);
@@ -101,10 +106,30 @@ void Engine::assemble(std::unique_ptr<Decoder> model, const MemoryPlan &plan) {
   const ModelConfig &c = config_;
   plan_ = plan;
   max_context_ = plan.max_context;
-  kv_blocks_ = plan.n_blocks;
   kv_block_size_ = plan.block_size;
   decoder_ = model.get();
-  blocks_ = std::make_unique<BlockManager>(plan.n_blocks, plan.block_size, plan.prefix_caching);
+  // A fixed pool holds what the decoder made of it (the plan's size, or its base where the device cannot map in
+  // chunks); a growing one the plan's ceiling, of which the load mapped the base.
+  const int32_t chunk = model->kv_chunk_blocks(), mapped = model->kv_mapped_blocks();
+  kv_blocks_ = chunk == 0 && mapped >= 0 ? std::min(plan.n_blocks, mapped) : plan.n_blocks;
+  blocks_ = std::make_unique<BlockManager>(kv_blocks_, plan.block_size, plan.prefix_caching);
+  kv_base_ = kv_blocks_;
+  if (chunk > 0) {
+    kv_base_ = std::clamp(mapped, 0, kv_blocks_);
+    Decoder *d = model.get();
+    // A backend error other than running out of memory (which grow_kv reports by mapping less) must not escape the
+    // step thread either: the pool stays as the decoder says it is, and the scheduler works within it.
+    blocks_->set_growth(kv_base_, chunk, [d](int32_t blocks) {
+      try {
+        return blocks > d->kv_mapped_blocks() ? d->grow_kv(blocks) : d->trim_kv(blocks);
+      } catch (const std::exception &ex) {
+        std::fprintf(stderr, "vtengine: the KV pool could not be resized to %d blocks: %s\n", blocks, ex.what());
+        return d->kv_mapped_blocks();
+      }
+    });
+  }
+  blocks_mapped_ = blocks_->n_mapped();
+  kv_resident_ = model->kv_resident_bytes();
   if (plan.n_state_slots > 0) slots_ = std::make_unique<StateSlots>(plan.n_state_slots);
   scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{plan.max_seqs, plan.max_batch_tokens}, *blocks_, slots_.get());
   runner_ = std::make_unique<ModelRunner>(std::move(model), plan.block_size, c.vocab_size, plan.max_batch_tokens, plan.max_seqs);
@@ -145,8 +170,12 @@ vt_memory_report Engine::memory() {
   if (checkpoint_)  // (none under a test's decoder: with_decoder)
     for (const auto &f : checkpoint_->files()) r.weight_mapped_resident_bytes += f->resident_bytes();
   r.kv_cache_bytes = kv_bytes_;
-  r.kv_cache_resident_bytes = kv_ ? kv_->resident_bytes() : kv_bytes_;  // device memory is resident once allocated
+  // CPU: the pages ever written (mincore); CUDA: the mapped chunks and the state slots (a fixed device pool is
+  // resident once allocated).
+  const int64_t resident = kv_resident_.load();
+  r.kv_cache_resident_bytes = kv_ ? kv_->resident_bytes() : resident >= 0 ? resident : kv_bytes_;
   r.kv_blocks_total = kv_blocks_;
+  r.kv_blocks_mapped = blocks_mapped_.load();
   r.kv_blocks_used = int32_t(blocks_used_.load());
   r.kv_block_size = kv_block_size_;
   r.workspace_bytes = workspace_bytes_;
@@ -184,6 +213,8 @@ vt_memory_estimate Engine::estimate(const std::string &dir, const vt_engine_para
   est.weight_mapped_bytes = plan.cuda ? 0 : w.bytes;
   est.kv_cache_bytes = plan.kv_cache_bytes + plan.state_slot_bytes;
   est.kv_cache_tokens = int64_t(plan.n_blocks) * plan.block_size;
+  est.kv_cache_initial_bytes = plan.kv_base_bytes + plan.state_slot_bytes;
+  est.kv_cache_initial_tokens = int64_t(plan.n_blocks_base) * plan.block_size;
   est.workspace_bytes = plan.workspace_bytes;
   est.max_context = plan.max_context;
   est.host_available_bytes = host_memory_available();
@@ -288,6 +319,9 @@ vt_engine_stats Engine::stats() {
   s.kv_blocks_used = int32_t(blocks_used_.load());
   s.kv_block_size = kv_block_size_;
   s.kv_cache_bytes = kv_bytes_;
+  s.kv_blocks_mapped = blocks_mapped_.load();
+  const int64_t resident = kv_resident_.load();
+  s.kv_cache_resident_bytes = kv_ ? kv_->resident_bytes() : resident >= 0 ? resident : kv_bytes_;
   s.requests_waiting = waiting_.load();
   s.requests_running = running_.load();
   s.requests_paused = paused_.load();
@@ -313,6 +347,8 @@ void Engine::emit(std::vector<vt_step_event> &events) {
   prefix_hit_tokens_ = scheduler_->prefix_hit_tokens();
   blocks_cached_ = blocks_->n_cached();
   prefix_evictions_ = blocks_->evictions();
+  blocks_mapped_ = blocks_->n_mapped();
+  kv_resident_ = decoder_->kv_resident_bytes();
   if (events.empty()) return;
   vt_step_fn fn;
   void *user;
@@ -506,6 +542,16 @@ bool Engine::accept(Sequence &s, const SampleResult &r, vt_step_event &ev) {
   return true;
 }
 
+void Engine::trim_when_idle() {
+  if (!blocks_->grows() || blocks_->n_mapped() <= kv_base_ || !inflight_.empty() || scheduler_->n_waiting() > 0 ||
+      scheduler_->n_running() > 0 || scheduler_->n_paused() > 0)
+    return;
+  blocks_->trim(kv_base_);  // (the decoder waits for its stream before it unmaps; errors leave the pool as it is)
+  blocks_mapped_ = blocks_->n_mapped();
+  kv_resident_ = decoder_->kv_resident_bytes();
+  blocks_cached_ = blocks_->n_cached();
+}
+
 void Engine::fail_plan(const std::vector<ScheduledChunk> &plan, const std::exception &ex,
                        std::vector<vt_step_event> &events) {
   // The batch failed as a whole (for example an allocation): end its requests with the reason, keep serving.
@@ -531,6 +577,7 @@ void Engine::loop() {
       if (stopping_) break;
     }
     step();
+    trim_when_idle();
   }
   // Shutting down: every request still known ends with an abort event, so no caller waits forever.
   std::vector<vt_step_event> events;

@@ -61,6 +61,10 @@ class Engine {
   void step_overlapped(std::vector<vt_step_event> &events);
   // Appends a picked token to s and writes it into ev; true when it ends the request (ev.finish set).
   bool accept(Sequence &s, const SampleResult &r, vt_step_event &ev);
+  // A growing KV pool (Decoder::kv_chunk_blocks) gives its chunks back when nothing is left to run: no request
+  // waits, runs, is paused or has a step in flight. It keeps kv_base_ blocks (what the load mapped) and the prefixes
+  // cached in them; the cached blocks above are evicted (BlockManager::trim).
+  void trim_when_idle();
   // Ends every request of plan with an error event saying why (the step failed as a whole).
   void fail_plan(const std::vector<ScheduledChunk> &plan, const std::exception &ex, std::vector<vt_step_event> &events);
   void emit(std::vector<vt_step_event> &events);
@@ -82,8 +86,10 @@ class Engine {
   int64_t weight_host_bytes_ = 0, weight_mapped_bytes_ = 0, weight_device_bytes_ = 0;
   int64_t host_pinned_bytes_ = 0;  // page-locked host staging of the CUDA backend (CudaDecoder::pinned_bytes)
   int32_t kv_blocks_ = 0, kv_block_size_ = 0;
-  int64_t kv_bytes_ = 0, workspace_bytes_ = 0;
-  const Decoder *decoder_ = nullptr;  // the model's decoder (runner_ owns it): its backend's report
+  int32_t kv_base_ = 0;  // a growing pool's blocks mapped at load, kept when idle (trim_when_idle)
+  int64_t kv_bytes_ = 0, workspace_bytes_ = 0;  // kv_bytes_: the pool's ceiling (and the state slots), as reserved
+  // The model's decoder (runner_ owns it): its backend's report, and a growing KV pool's chunks (step thread only).
+  Decoder *decoder_ = nullptr;
 
   vt_step_fn callback_ = nullptr;
   void *callback_user_ = nullptr;
@@ -102,6 +108,10 @@ class Engine {
   std::atomic<int64_t> steps_{0}, generated_{0}, preemptions_{0}, blocks_used_{0};
   std::atomic<int64_t> prefix_queries_{0}, prefix_query_tokens_{0}, prefix_hit_tokens_{0}, prefix_evictions_{0};
   std::atomic<int32_t> blocks_cached_{0};
+  // The KV pool's blocks usable now and the memory they (and the state slots) hold: set on the step thread as it
+  // grows and trims; -1: the decoder does not say (resident = reserved on a fixed device pool, mincore on the CPU).
+  std::atomic<int32_t> blocks_mapped_{0};
+  std::atomic<int64_t> kv_resident_{-1};
   SamplerScratch sampler_scratch_;
   std::vector<int32_t> counts_scratch_;
   std::thread thread_;

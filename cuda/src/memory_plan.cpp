@@ -8,6 +8,7 @@
 
 #include "backend/cpu/cpu_model_ops.h"
 #include "backend/cuda/cuda_plan.h"
+#include "backend/cuda/kv_pool.h"
 #include "models/registry.h"
 #include "status.h"
 
@@ -19,10 +20,14 @@ void check_option(bool ok, const std::string &what) {
 }
 
 constexpr int32_t kGraphMaxBatch = 4096;
+// Buckets up to CUDA's default maxSeqs (kDefaultMaxSeqsCuda), so a full default batch of decodes replays a graph.
+constexpr int32_t kGraphDefaultMaxBatch = 256;
 constexpr int32_t kGraphBucketsCap = int32_t(sizeof(vt_cuda_graphs::buckets) / sizeof(int32_t));
 
-// Checks p.cuda_graphs against the effective max_seqs and returns the buckets to capture (empty when off).
-std::vector<int32_t> plan_graph_buckets(const vt_cuda_graphs &g, int32_t max_seqs) {
+// Checks p.cuda_graphs against maxSeqs and returns the buckets to capture (empty when off). Given buckets are bound
+// by maxSeqs when it is given, else by the GPU's default (the CPU ignores them: a configuration that names buckets
+// up to the GPU's default loads on either backend).
+std::vector<int32_t> plan_graph_buckets(const vt_cuda_graphs &g, int32_t given_max_seqs, int32_t max_seqs) {
   check_option(g.enabled >= -1 && g.enabled <= 1, "cudaGraphs.enabled must be -1 (default), 0 (off) or 1 (on)");
   check_option(g.max_batch >= 0 && g.max_batch <= kGraphMaxBatch,
                "cudaGraphs.maxBatch must be between 0 (default) and " + std::to_string(kGraphMaxBatch));
@@ -32,8 +37,10 @@ std::vector<int32_t> plan_graph_buckets(const vt_cuda_graphs &g, int32_t max_seq
   check_option(g.first_use == 0 || g.first_use == 1, "cudaGraphs.first_use must be 0 (capture at load) or 1 (at first use)");
   for (int32_t i = 0; i < g.n_buckets; ++i) {
     const int32_t b = g.buckets[i];
-    check_option(b >= 1 && b <= max_seqs, "cudaGraphs.buckets[" + std::to_string(i) + "] is " + std::to_string(b) +
-                                              "; each bucket must be from 1 to maxSeqs (" + std::to_string(max_seqs) + ")");
+    const int32_t bound = given_max_seqs > 0 ? given_max_seqs : kDefaultMaxSeqsCuda;
+    check_option(b >= 1 && b <= bound, "cudaGraphs.buckets[" + std::to_string(i) + "] is " + std::to_string(b) +
+                                           "; each bucket must be from 1 to maxSeqs (" + std::to_string(bound) +
+                                           (given_max_seqs > 0 ? ")" : ", its default on the GPU)"));
     // The message names buckets[i - 1], so it is built only when there is one (i > 0) and the check failed.
     if (i > 0 && b <= g.buckets[i - 1])
       fail(VT_ERR_INVALID_OPTION, "cudaGraphs.buckets must be strictly ascending; buckets[" + std::to_string(i) + "] is " +
@@ -47,7 +54,7 @@ std::vector<int32_t> plan_graph_buckets(const vt_cuda_graphs &g, int32_t max_seq
   if (g.enabled == 0) return {};
   if (g.n_buckets > 0) return std::vector<int32_t>(g.buckets, g.buckets + g.n_buckets);
   // A step never holds more than max_seqs sequences, so a larger bucket could never be replayed.
-  return default_graph_buckets(std::min(g.max_batch > 0 ? g.max_batch : 128, max_seqs));
+  return default_graph_buckets(std::min(g.max_batch > 0 ? g.max_batch : kGraphDefaultMaxBatch, max_seqs));
 }
 }  // namespace
 
@@ -68,7 +75,9 @@ std::vector<int32_t> default_graph_buckets(int32_t max_batch) {
   return buckets;
 }
 
-MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
+namespace {
+
+void check_params(const vt_engine_params &p) {
   check_option(p.device == VT_DEVICE_AUTO || p.device == VT_DEVICE_CPU || p.device == VT_DEVICE_CUDA, "device must be auto, cpu or cuda");
   check_option(p.dtype == VT_DTYPE_AUTO || p.dtype == VT_DTYPE_FLOAT32 || p.dtype == VT_DTYPE_BFLOAT16,
                "dtype must be auto, float32 or bfloat16");
@@ -83,18 +92,86 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
   check_option(p.gpu_memory_utilization == 0 || p.kv_cache_bytes == 0,
                "give kvCacheBytes or gpuMemoryUtilization, not both: each sizes the KV pool");
   check_option(p.prefix_caching >= -1 && p.prefix_caching <= 1, "prefix_caching must be 0 (default: on), 1 (on) or -1 (off)");
+}
 
+std::string mib(int64_t bytes) { return std::to_string(std::max<int64_t>(bytes, 0) >> 20) + " MiB"; }
+
+// The KV pool's ceiling in blocks, n_blocks_base and kv_chunk_blocks (MemoryPlan's pool fields), for a plan whose
+// workspaces are sized. block_bytes: one block over every plane; the pool must hold max_context tokens.
+void plan_pool(MemoryPlan &m, const vt_engine_params &p, int64_t weight_bytes, const GpuFacts *gpu) {
+  const int64_t bs = m.block_size, block_bytes = m.kv_bytes_per_token * bs;
+  const int64_t base_blocks = (std::max<int64_t>(m.max_context, 4096) + bs - 1) / bs;  // whole blocks, rounded up
+  const int64_t need_blocks = (int64_t(m.max_context) + bs - 1) / bs;
+  const std::string per_token = " (each token needs " + std::to_string(m.kv_bytes_per_token) + " bytes)";
+  // What the GPU's memory leaves the pool, after everything else the engine puts there.
+  const int64_t others = weight_bytes + m.workspace_bytes + m.state_slot_bytes + kGpuReserveBytes;
+  const std::string others_text = "weights " + mib(weight_bytes) + ", workspaces " + mib(m.workspace_bytes + m.state_slot_bytes) +
+                                  " and a " + mib(kGpuReserveBytes) + " reserve";
+  int64_t n_blocks = base_blocks;
+  bool fixed = gpu == nullptr || !gpu->vmm;
+  if (p.kv_cache_bytes > 0) {
+    n_blocks = p.kv_cache_bytes / block_bytes;  // the bytes asked for, in whole blocks
+    if (n_blocks < need_blocks)
+      fail(VT_ERR_OUT_OF_MEMORY, "kvCacheBytes " + std::to_string(p.kv_cache_bytes) + " holds " + std::to_string(n_blocks * bs) +
+                                     " tokens, fewer than maxContext " + std::to_string(m.max_context) + per_token +
+                                     "; raise kvCacheBytes to at least " + std::to_string(need_blocks * block_bytes) +
+                                     " or lower maxContext");
+  } else if (gpu && p.gpu_memory_utilization > 0) {
+    const int64_t budget = int64_t(double(gpu->total_bytes) * p.gpu_memory_utilization);
+    const int64_t kv = budget - others;
+    n_blocks = std::max<int64_t>(kv, 0) / block_bytes;
+    if (n_blocks < need_blocks)
+      fail(VT_ERR_OUT_OF_MEMORY, "gpuMemoryUtilization " + std::to_string(p.gpu_memory_utilization) + " gives this engine " +
+                                     mib(budget) + " of the GPU's " + mib(gpu->total_bytes) + ": " + others_text + " leave " +
+                                     mib(kv) + " for the KV cache, less than maxContext " + std::to_string(m.max_context) +
+                                     " tokens need (" + mib(need_blocks * block_bytes) +
+                                     "); raise gpuMemoryUtilization or lower maxContext (or maxBatchTokens, maxSeqs)");
+  } else if (gpu && gpu->free_bytes >= 0 && gpu->vmm) {
+    // By default the ceiling is what the GPU has free; the pool maps it only as requests need it. More than every
+    // seat at maxContext could never be held at once (the cache lives in what they mapped).
+    const int64_t kv = gpu->free_bytes - others;
+    n_blocks = std::min(std::max<int64_t>(kv, 0) / block_bytes, int64_t(m.max_seqs) * need_blocks);
+    if (n_blocks < need_blocks)
+      fail(VT_ERR_OUT_OF_MEMORY, "the GPU has " + mib(gpu->free_bytes) + " free: " + others_text + " leave " + mib(kv) +
+                                     " for the KV cache, less than maxContext " + std::to_string(m.max_context) +
+                                     " tokens need (" + mib(need_blocks * block_bytes) +
+                                     "); lower maxContext (or maxBatchTokens, maxSeqs), or free GPU memory");
+  } else if (gpu && gpu->free_bytes >= 0) {
+    fixed = true;  // no chunks to grow by: the pool is the load-time one, whole (KvPool says so on stderr)
+  }
+  check_option(n_blocks <= INT32_MAX, "kvCacheBytes is too large");
+  m.n_blocks = int32_t(n_blocks);
+  m.kv_cache_bytes = n_blocks * block_bytes;
+  if (fixed) {
+    m.n_blocks_base = m.n_blocks, m.kv_chunk_blocks = 0;
+    m.kv_base_bytes = m.kv_cache_bytes;
+    return;
+  }
+  // A plane's block is a pool block over one plane (2 per attention layer): chunks of whole granules in each.
+  const int64_t plane_block = block_bytes / (2 * int64_t(m.state.n_paged()));
+  const int64_t chunk = cuda::kv_chunk_blocks(plane_block, gpu->granularity);
+  const int64_t base = std::min<int64_t>(n_blocks, (base_blocks + chunk - 1) / chunk * chunk);
+  m.kv_chunk_blocks = int32_t(std::min<int64_t>(chunk, INT32_MAX));
+  m.n_blocks_base = int32_t(base);
+  m.kv_base_bytes = (base + chunk - 1) / chunk * chunk * block_bytes;  // the last chunk is mapped whole
+}
+
+}  // namespace
+
+MemoryPlan plan_memory_on(const ModelConfig &c, const vt_engine_params &p, int64_t weight_bytes, const GpuFacts *gpu) {
+  check_params(p);
   MemoryPlan m;
   m.tuning = tuning_from_env();
+  m.cuda = gpu != nullptr;
   const int32_t max_pos = c.max_position_embeddings;
   m.max_context = p.max_context > 0 ? p.max_context : std::min(max_pos, 8192);
   check_option(m.max_context <= max_pos, "maxContext " + std::to_string(m.max_context) +
                                              " exceeds the model's max_position_embeddings (" + std::to_string(max_pos) + ")");
   m.block_size = p.kv_block_size > 0 ? p.kv_block_size : 16;
-  m.max_seqs = p.max_seqs > 0 ? p.max_seqs : 64;
+  m.max_seqs = p.max_seqs > 0 ? p.max_seqs : m.cuda ? kDefaultMaxSeqsCuda : kDefaultMaxSeqsCpu;
   m.max_batch_tokens = p.max_batch_tokens > 0 ? p.max_batch_tokens : 512;
   m.n_threads = p.n_threads > 0 ? p.n_threads : int32_t(std::max(1u, std::thread::hardware_concurrency()));
-  m.graph_buckets = plan_graph_buckets(p.cuda_graphs, m.max_seqs);
+  m.graph_buckets = plan_graph_buckets(p.cuda_graphs, p.max_seqs, m.max_seqs);
   m.graph_dedup = p.cuda_graphs.dedup == 1;
   m.graph_first_use = p.cuda_graphs.first_use == 1;
   const ModelEntry &entry = model_entry(c);
@@ -108,67 +185,46 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
   }
   m.prefix_caching = p.prefix_caching != -1 && !m.state.has_slots();
 
-  m.cuda = uses_cuda(p);
   // The CPU's KV cache is fp32; the GPU's is in the activation type (bf16 unless float32 was asked for).
   const int64_t kv_elem = m.cuda && p.dtype != VT_DTYPE_FLOAT32 ? 2 : 4;
   m.kv_bytes_per_token = m.state.kv_bytes_per_token(kv_elem);
   if (m.kv_bytes_per_token <= 0)  // (a model of recurrent layers only: none is registered; its pool would be empty)
     fail(VT_ERR_UNSUPPORTED_ARCH, c.architecture + " has no attention layer; the engine needs at least one");
-  const int64_t pool_tokens = p.kv_cache_bytes > 0 ? p.kv_cache_bytes / m.kv_bytes_per_token
-                                                   : std::max<int64_t>(m.max_context, 4096);
-  const int64_t n_blocks = pool_tokens / m.block_size;
-  if (n_blocks * m.block_size < m.max_context)
-    fail(VT_ERR_OUT_OF_MEMORY, "kvCacheBytes " + std::to_string(p.kv_cache_bytes) + " holds " +
-                                   std::to_string(n_blocks * m.block_size) + " tokens, fewer than maxContext " +
-                                   std::to_string(m.max_context) + " (each token needs " + std::to_string(m.kv_bytes_per_token) +
-                                   " bytes); raise kvCacheBytes or lower maxContext");
-  check_option(n_blocks <= INT32_MAX, "kvCacheBytes is too large");
-  m.n_blocks = int32_t(n_blocks);
-  m.kv_cache_bytes = n_blocks * m.block_size * m.kv_bytes_per_token;
 
   if (m.cuda) {
     // cuBLASLt's workspace is counted whenever it may load (bf16 activations, not VT_CUDA_CUBLASLT=0): at most
     // 32 MiB too many, on a machine without the library.
-    const CudaSizes sizes = cuda_sizes(c, m, p);
+    const CudaSizes sizes = cuda_sizes(c, m, p, gpu->sm_count);
     m.workspace_bytes = sizes.workspace_bytes, m.host_pinned_bytes = sizes.pinned_bytes;
-    return m;
+  } else {
+    // The CPU decoder's activations, sized by the code that allocates them (the model's declarations through a
+    // sizing CpuModelOps), plus the runner's logits and the sampler.
+    const Weights shapes = entry.weight_shapes(c);
+    CpuModelOps sizing(c, m.max_batch_tokens);
+    const std::unique_ptr<Model> model = entry.make(c, shapes, sizing);
+    m.activation_bytes = sizing.bytes();
+    const int64_t V = c.vocab_size;
+    const int64_t logits = int64_t(m.max_seqs) * V + 16 * V;  // sampled rows + the teacher-forcing block
+    const int64_t sampler = 3 * V;
+    m.workspace_bytes = m.activation_bytes + (logits + sampler) * int64_t(sizeof(float));
   }
-  // The CPU decoder's activations, sized by the code that allocates them (the model's declarations through a
-  // sizing CpuModelOps), plus the runner's logits and the sampler.
-  const Weights shapes = entry.weight_shapes(c);
-  CpuModelOps sizing(c, m.max_batch_tokens);
-  const std::unique_ptr<Model> model = entry.make(c, shapes, sizing);
-  m.activation_bytes = sizing.bytes();
-  const int64_t V = c.vocab_size;
-  const int64_t logits = int64_t(m.max_seqs) * V + 16 * V;  // sampled rows + the teacher-forcing block
-  const int64_t sampler = 3 * V;
-  m.workspace_bytes = m.activation_bytes + (logits + sampler) * int64_t(sizeof(float));
+  plan_pool(m, p, weight_bytes, gpu);
   return m;
 }
 
+MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p) {
+  check_params(p);  // (before uses_cuda, which trusts p.device)
+  if (!uses_cuda(p)) return plan_memory_on(c, p, 0, nullptr);
+  const GpuFacts gpu = cuda_gpu_facts(/*with_free=*/false);
+  return plan_memory_on(c, p, 0, &gpu);
+}
+
 MemoryPlan plan_memory_for(const ModelConfig &c, const vt_engine_params &p, int64_t weight_bytes) {
-  MemoryPlan m = plan_memory(c, p);  // validates everything; sizes the workspaces (independent of the pool)
-  if (!m.cuda || p.gpu_memory_utilization <= 0) return m;
-  // Graph executables measured 6 MiB for 8 buckets on an H200; the rest of the reserve is the driver's own
-  // per-context allocations, which cuMemGetInfo shows but no engine buffer accounts for.
-  constexpr int64_t kReserve = int64_t(256) << 20;
-  const int64_t total = cuda_total_bytes();
-  const int64_t budget = int64_t(double(total) * p.gpu_memory_utilization);
-  const int64_t kv = budget - weight_bytes - m.workspace_bytes - m.state_slot_bytes - kReserve;
-  const int64_t need = int64_t(m.max_context) * m.kv_bytes_per_token;
-  if (kv < need)
-    fail(VT_ERR_OUT_OF_MEMORY,
-         "gpuMemoryUtilization " + std::to_string(p.gpu_memory_utilization) + " gives this engine " +
-             std::to_string(budget >> 20) + " MiB of the GPU's " + std::to_string(total >> 20) + " MiB: weights " +
-             std::to_string(weight_bytes >> 20) + " MiB and workspaces " +
-             std::to_string((m.workspace_bytes + m.state_slot_bytes) >> 20) +
-             " MiB leave " + std::to_string(std::max<int64_t>(kv, 0) >> 20) + " MiB for the KV cache, less than maxContext " +
-             std::to_string(m.max_context) + " tokens need (" + std::to_string(need >> 20) +
-             " MiB); raise gpuMemoryUtilization or lower maxContext (or maxBatchTokens)");
-  vt_engine_params q = p;
-  q.gpu_memory_utilization = 0;
-  q.kv_cache_bytes = kv;
-  return plan_memory(c, q);
+  check_params(p);
+  if (!uses_cuda(p)) return plan_memory_on(c, p, weight_bytes, nullptr);
+  // Free memory is read only where it sizes the pool (the default ceiling): a context is made for it when none is held.
+  const GpuFacts gpu = cuda_gpu_facts(/*with_free=*/p.kv_cache_bytes == 0 && p.gpu_memory_utilization == 0);
+  return plan_memory_on(c, p, weight_bytes, &gpu);
 }
 
 int64_t host_memory_available() {

@@ -18,11 +18,17 @@ struct MemoryPlan {
   int32_t block_size = 0;
   int32_t max_seqs = 0;
   int32_t max_batch_tokens = 0;
-  int32_t n_blocks = 0;
   int32_t n_threads = 0;
+  // The KV pool (fp32 on the CPU, the activation type on the GPU). n_blocks is its ceiling: the blocks the block
+  // manager may hand out at most. A growing pool (CUDA with virtual memory management: backend/cuda/kv_pool.h) maps
+  // n_blocks_base blocks at load and keeps them when idle, and maps kv_chunk_blocks more at a time as requests need
+  // them; a fixed one (the CPU's, a GPU without virtual memory management) holds all n_blocks from the load.
+  int32_t n_blocks = 0;
+  int32_t n_blocks_base = 0;     // room for max(max_context, 4096) tokens (whole chunks), at most n_blocks
+  int32_t kv_chunk_blocks = 0;   // 0: a fixed pool
   int64_t kv_bytes_per_token = 0;
-  int64_t kv_cache_bytes = 0;   // the whole pool (fp32 on the CPU, the activation type on the GPU), resident
-                                // once every block has been used
+  int64_t kv_cache_bytes = 0;   // the ceiling's n_blocks blocks: as reserved (CPU: virtual until written)
+  int64_t kv_base_bytes = 0;    // what the load maps: n_blocks_base blocks in whole chunks (a fixed pool: all of it)
   StateLayout state;            // what the model's layers keep per sequence (the registry's state_layout)
   int32_t n_state_slots = 0;    // max_seqs when some layer keeps a state slot, else 0
   int64_t state_slot_bytes = 0; // the slots in all (fp32 on every backend)
@@ -45,14 +51,36 @@ struct MemoryPlan {
 // The default CUDA-graph buckets for a largest batch: the powers of two up to it, and it when it is not one.
 std::vector<int32_t> default_graph_buckets(int32_t max_batch);
 
-// Validates the params against the model and sizes everything. Throws vt::Error (INVALID_OPTION, OUT_OF_MEMORY,
-// and NO_GPU for device 'cuda' where CUDA is not usable).
+// maxSeqs when the params leave it 0: more seats on a GPU, where a decode step's cost hardly grows with its rows.
+constexpr int32_t kDefaultMaxSeqsCuda = 256, kDefaultMaxSeqsCpu = 64;
+// The CUDA pool's ceiling leaves this much of the device for what no engine buffer accounts for: graph executables
+// (6 MiB for 8 buckets on an H200), the kernel modules, cuBLASLt's handle, the driver's own per-context allocations.
+constexpr int64_t kGpuReserveBytes = int64_t(256) << 20;
+
+// GPU 0 as a plan needs it (cuda_gpu_facts in backend/cuda/cuda_plan.h; tests make one up).
+struct GpuFacts {
+  int32_t sm_count = 0;
+  int64_t total_bytes = 0;
+  int64_t free_bytes = -1;   // free now, under the context the engine will share; -1: not asked
+  bool vmm = false;          // virtual memory management: the KV pool can grow in chunks
+  int64_t granularity = 0;   // of physical allocations, bytes
+};
+
+// Validates the params against the model and sizes everything, the KV pool at its load-time size where its ceiling
+// depends on the weights or the device's free memory (plan_memory_for sizes that). Throws vt::Error (INVALID_OPTION,
+// OUT_OF_MEMORY, and NO_GPU for device 'cuda' where CUDA is not usable).
 MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p);
 
-// plan_memory, with gpu_memory_utilization turned into a KV pool size: utilization x the GPU's total memory,
-// less the weights (weight_bytes, as the checkpoint stores them), the device workspaces and a reserve for the
-// CUDA graphs and the driver's own allocations. On the CPU (or when unset) it is plan_memory(c, p).
+// plan_memory with the KV pool's ceiling on the GPU: kv_cache_bytes when given; from gpu_memory_utilization,
+// utilization x the GPU's total memory less the weights (weight_bytes, as the checkpoint stores them), the device
+// workspaces, the state slots and kGpuReserveBytes; by default what the GPU has free now (its primary context
+// retained for the question: hold it across the load, CudaDeviceHold) less the same, at most max_seqs x
+// max_context tokens. On the CPU it is plan_memory(c, p).
 MemoryPlan plan_memory_for(const ModelConfig &c, const vt_engine_params &p, int64_t weight_bytes);
+
+// The sizing itself, given the GPU's facts (null: the CPU backend). plan_memory and plan_memory_for ask the device
+// and call it; tests call it with made-up devices.
+MemoryPlan plan_memory_on(const ModelConfig &c, const vt_engine_params &p, int64_t weight_bytes, const GpuFacts *gpu);
 
 // Whether the CUDA backend runs an engine with these params: 'cuda' needs a usable GPU (never a silent CPU
 // fallback: ERR_NO_GPU), 'auto' takes one when there is one.

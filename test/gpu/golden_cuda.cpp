@@ -149,7 +149,16 @@ void check_gpu_memory(const std::string &tag, vt_engine *e, bool cuda, const fs:
     else
       ++workspaces_as_planned;
   }
-  const int64_t held = m.weight_device_bytes + m.kv_cache_bytes + m.workspace_bytes;
+  // The KV pool holds what it has mapped (kv_cache_resident_bytes); kv_cache_bytes is its ceiling, mostly address
+  // space (by default sized from the free memory at load, so an estimate made now, with this engine loaded, gives
+  // another). What it holds is at least what a load maps (the estimate's initial bytes, which free memory does not
+  // change) and no more blocks than the ceiling.
+  const int64_t held = m.weight_device_bytes + m.kv_cache_resident_bytes + m.workspace_bytes;
+  if (m.kv_cache_resident_bytes <= 0 || m.kv_blocks_mapped <= 0 || m.kv_blocks_mapped > m.kv_blocks_total ||
+      m.kv_cache_resident_bytes < est.kv_cache_initial_bytes || m.kv_cache_bytes <= 0)
+    fail_check(tag + ": KV pool " + std::to_string(m.kv_cache_resident_bytes) + " B mapped (" +
+               std::to_string(m.kv_blocks_mapped) + " of " + std::to_string(m.kv_blocks_total) + " blocks), ceiling " +
+               std::to_string(m.kv_cache_bytes) + " B; a load maps " + std::to_string(est.kv_cache_initial_bytes) + " B");
   if (m.gpu_device != 0) fail_check(tag + ": gpu_device " + std::to_string(m.gpu_device));
   if (!m.gpu_name[0]) fail_check(tag + ": empty gpu_name");
   if (m.gpu_free_bytes < 0 || m.gpu_free_bytes > m.gpu_total_bytes - held)

@@ -1,6 +1,8 @@
 // plan_memory's CUDA-graph part: the checks of vt_cuda_graphs (each bad field is INVALID_OPTION naming it), and the
 // bucket list it plans — given buckets as they are, else the default rule, checked here against the rule written
-// out independently (powers of two up to min(max_batch or 128, max_seqs), plus that bound when it is not one).
+// out independently (powers of two up to min(max_batch or 256, max_seqs), plus that bound when it is not one).
+// And the KV pool: the CPU's default rounded up to whole blocks (maxContext 9000 loads), and the CUDA pool's
+// ceiling, base and chunks on made-up GPUs (plan_memory_on), with the errors naming the option that fixes them.
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -8,11 +10,15 @@
 #include <vector>
 
 #include "check.h"
+#include "backend/cuda/kv_pool.h"
 #include "memory_plan.h"
 #include "status.h"
 
 
 using Buckets = std::vector<int32_t>;
+
+template <class T>
+static const T *ptr(const T &x) { return &x; }
 
 static vt::ModelConfig tiny_config() {
   vt::ModelConfig c;
@@ -68,7 +74,7 @@ static bool rejected(const vt_engine_params &p, const std::string &names) {
 }
 
 static Buckets reference_buckets(int32_t max_seqs, int32_t max_batch) {
-  const int32_t top = std::min(max_batch > 0 ? max_batch : 128, max_seqs);
+  const int32_t top = std::min(max_batch > 0 ? max_batch : 256, max_seqs);
   Buckets b;
   for (int32_t x = 1; x <= top; x *= 2) b.push_back(x);
   if ((top & (top - 1)) != 0) b.push_back(top);
@@ -87,7 +93,9 @@ static void defaults() {
   CHECK(planned(params(0, 0, 0)).empty());
   CHECK(planned(params(0, 0, 8, {1, 3})).empty());  // off wins over sizes
   CHECK((planned(params(100, -1, 0)) == Buckets{1, 2, 4, 8, 16, 32, 64, 100}));
-  CHECK((planned(params(300, -1, 0)) == Buckets{1, 2, 4, 8, 16, 32, 64, 128}));  // 128 caps the default
+  CHECK((planned(params(300, -1, 0)) == Buckets{1, 2, 4, 8, 16, 32, 64, 128, 256}));  // 256 caps the default
+  CHECK((planned(params(256, -1, 0)) == Buckets{1, 2, 4, 8, 16, 32, 64, 128, 256}));
+  CHECK((planned(params(200, -1, 0)) == Buckets{1, 2, 4, 8, 16, 32, 64, 128, 200}));
   CHECK((planned(params(300, -1, 200)) == Buckets{1, 2, 4, 8, 16, 32, 64, 128, 200}));
   CHECK((planned(params(0, -1, 100)) == Buckets{1, 2, 4, 8, 16, 32, 64}));  // maxBatch above maxSeqs acts as it
   CHECK((planned(params(0, -1, 48)) == Buckets{1, 2, 4, 8, 16, 32, 48}));
@@ -113,6 +121,7 @@ static void given_buckets() {
   CHECK((planned(params(16, -1, 9, {3, 5, 9})) == Buckets{3, 5, 9}));
   CHECK((planned(params(16, 1, 16, {3, 5, 9})) == Buckets{3, 5, 9}));  // maxBatch above them captures nothing more
   CHECK((planned(params(0, -1, 0, {64})) == Buckets{64}));              // up to the default maxSeqs
+  CHECK((planned(params(0, -1, 0, {256})) == Buckets{256}));            // the GPU's default bounds them
   Buckets all(32);
   for (int i = 0; i < 32; ++i) all[i] = 2 * i + 1;
   CHECK(planned(params(64, -1, 0, all)) == all);
@@ -133,7 +142,9 @@ static void bad_fields() {
 
   CHECK(rejected(params(0, -1, 0, {0}), "cudaGraphs.buckets[0]"));
   CHECK(rejected(params(0, -1, 0, {-4}), "cudaGraphs.buckets[0]"));
-  CHECK(rejected(params(0, -1, 0, {1, 65}), "cudaGraphs.buckets[1]"));  // above the default maxSeqs, 64
+  CHECK(rejected(params(0, -1, 0, {1, 257}), "cudaGraphs.buckets[1]"));  // above the GPU's default maxSeqs, 256
+  CHECK(rejected(params(0, -1, 0, {1, 257}), "maxSeqs (256, its default on the GPU)"));
+  CHECK(rejection(params(0, -1, 0, {1, 200})).empty());  // (on the CPU, where maxSeqs is 64, they are ignored)
   CHECK(rejected(params(8, -1, 0, {1, 2, 9}), "maxSeqs (8)"));
   CHECK(rejected(params(0, -1, 0, {4, 4}), "ascending"));
   CHECK(rejected(params(0, -1, 0, {1, 8, 4}), "ascending"));
@@ -196,6 +207,177 @@ static void prefix_caching() {
   }
 }
 
+// --- the KV pool ------------------------------------------------------------------------------------------------
+
+static vt::ModelConfig long_config() {  // the tiny model with room for long contexts
+  vt::ModelConfig c = tiny_config();
+  c.max_position_embeddings = 32768;
+  return c;
+}
+
+// The message of the OUT_OF_MEMORY that f throws, or "" when it throws nothing (or something else).
+template <class F>
+static std::string oom_message(F f) {
+  try {
+    f();
+  } catch (const vt::Error &e) {
+    return e.status() == VT_ERR_OUT_OF_MEMORY ? std::string(e.what()) : "";
+  }
+  return "";
+}
+
+static bool names(const std::string &message, const std::string &what) {
+  const bool ok = message.find(what) != std::string::npos;
+  if (!ok) std::printf("  expected \"%s\" in \"%s\"\n", what.c_str(), message.c_str());
+  return ok;
+}
+
+// The CPU's pool: max(maxContext, 4096) tokens rounded UP to whole blocks, so any maxContext fits the default; a
+// kvCacheBytes given is cut DOWN to whole blocks, and one too small says to raise it (it was set).
+static void cpu_pool() {
+  vt_engine_params p = default_params();
+  p.device = VT_DEVICE_CPU;
+  p.max_context = 9000;  // not a multiple of 16: the pool used to round down to 8992 tokens and refuse the load
+  const vt::MemoryPlan m = vt::plan_memory(long_config(), p);
+  CHECK(m.n_blocks == 563 && int64_t(m.n_blocks) * m.block_size >= 9000);
+  CHECK(m.kv_cache_bytes == int64_t(m.n_blocks) * m.block_size * m.kv_bytes_per_token);
+  CHECK(m.n_blocks_base == m.n_blocks && m.kv_chunk_blocks == 0 && m.kv_base_bytes == m.kv_cache_bytes);
+  CHECK(m.kv_bytes_per_token == 2 * 2 * 2 * 16 * 4);  // 2 layers, K and V, 2 heads x 16, fp32
+  CHECK(m.max_seqs == vt::kDefaultMaxSeqsCpu);
+  for (int32_t ctx : {1, 15, 17, 4095, 4097, 9000, 32767}) {
+    p.max_context = ctx;
+    const vt::MemoryPlan q = vt::plan_memory(long_config(), p);
+    CHECK(int64_t(q.n_blocks) * q.block_size >= std::max(ctx, 4096) && int64_t(q.n_blocks - 1) * q.block_size < std::max(ctx, 4096));
+  }
+  p.max_context = 9000;
+  p.kv_cache_bytes = 9000 * m.kv_bytes_per_token;  // 562.5 blocks' worth: 562 whole ones, short of 9000 tokens
+  const std::string short_pool = oom_message([&] { vt::plan_memory(long_config(), p); });
+  CHECK(names(short_pool, "kvCacheBytes " + std::to_string(p.kv_cache_bytes) + " holds 8992 tokens"));
+  CHECK(names(short_pool, "raise kvCacheBytes to at least " + std::to_string(563 * 16 * m.kv_bytes_per_token)));
+  p.kv_cache_bytes = 563 * 16 * m.kv_bytes_per_token + 100;
+  CHECK(vt::plan_memory(long_config(), p).n_blocks == 563);
+  p.kv_cache_bytes = 0;
+  p.max_context = 0;  // the model's 32768 capped at 8192
+  CHECK(vt::plan_memory(long_config(), p).n_blocks == 8192 / 16);
+}
+
+static vt::GpuFacts gpu(int64_t free_bytes, bool vmm = true) {
+  vt::GpuFacts g;
+  g.sm_count = 132, g.total_bytes = int64_t(80) << 30, g.free_bytes = free_bytes, g.vmm = vmm;
+  g.granularity = int64_t(2) << 20;
+  return g;
+}
+
+static vt_engine_params cuda_params() {
+  vt_engine_params p = default_params();
+  p.device = VT_DEVICE_CUDA;
+  return p;
+}
+
+// The CUDA pool's ceiling by default: the GPU's free memory less the weights, workspaces, state slots and the
+// reserve, cut to whole blocks and to maxSeqs x maxContext tokens; the base (mapped at load) is max(maxContext,
+// 4096) tokens in whole chunks; the chunk is the fewest blocks whose bytes in one plane are whole 2 MiB granules.
+static void cuda_pool_default() {
+  const vt::ModelConfig c = long_config();
+  const int64_t weights = int64_t(300) << 20;
+  vt_engine_params p = cuda_params();
+  p.max_context = 9000;
+  // A roomy GPU: the ceiling is maxSeqs x maxContext tokens.
+  const vt::MemoryPlan big = vt::plan_memory_on(c, p, weights, ptr(gpu(int64_t(60) << 30)));
+  CHECK(big.cuda && big.max_seqs == vt::kDefaultMaxSeqsCuda && big.max_seqs == 256);
+  CHECK(big.graph_buckets == (Buckets{1, 2, 4, 8, 16, 32, 64, 128, 256}));
+  CHECK(big.kv_bytes_per_token == 2 * 2 * 2 * 16 * 2);  // bf16 on the GPU
+  const int64_t block_bytes = big.kv_bytes_per_token * 16, need = (9000 + 15) / 16;
+  CHECK(big.n_blocks == 256 * need);
+  // One plane's block is 16 x 2 x 16 x 2 = 1 KiB: 2048 of them fill a granule.
+  CHECK(big.kv_chunk_blocks == 2048);
+  CHECK(big.n_blocks_base == 2048 && big.kv_base_bytes == 2048 * block_bytes);
+  CHECK(big.kv_cache_bytes == int64_t(big.n_blocks) * block_bytes);
+  CHECK(big.workspace_bytes > 0);
+
+  // A GPU with 40 MiB left for the pool after the rest: the ceiling is what is free, in whole blocks.
+  const int64_t others = weights + big.workspace_bytes + big.state_slot_bytes + vt::kGpuReserveBytes;
+  const int64_t left = (int64_t(40) << 20) + 1000;
+  const vt::MemoryPlan tight = vt::plan_memory_on(c, p, weights, ptr(gpu(others + left)));
+  CHECK(tight.n_blocks == left / block_bytes && tight.n_blocks == 10240);
+  CHECK(tight.n_blocks_base == 2048 && tight.n_blocks_base % tight.kv_chunk_blocks == 0);
+  // Less than a chunk above maxContext: the base is the ceiling (not a whole chunk).
+  const vt::MemoryPlan small = vt::plan_memory_on(c, p, weights, ptr(gpu(others + 600 * block_bytes)));
+  CHECK(small.n_blocks == 600 && small.n_blocks_base == 600 && small.kv_base_bytes == 2048 * block_bytes);
+
+  // Too little for maxContext: ERR_OUT_OF_MEMORY naming maxContext, never an option the user did not set.
+  const std::string m = oom_message([&] { vt::plan_memory_on(c, p, weights, ptr(gpu(others + 100 * block_bytes))); });
+  CHECK(names(m, "less than maxContext 9000 tokens need") && names(m, "lower maxContext"));
+  CHECK(m.find("kvCacheBytes") == std::string::npos && m.find("gpuMemoryUtilization") == std::string::npos);
+  CHECK(names(oom_message([&] { vt::plan_memory_on(c, p, weights, ptr(gpu(others / 2))); }), "lower maxContext"));
+
+  // maxSeqs given: it, its buckets, and the cap it puts on the ceiling.
+  p.max_seqs = 8;
+  const vt::MemoryPlan eight = vt::plan_memory_on(c, p, weights, ptr(gpu(int64_t(60) << 30)));
+  CHECK(eight.max_seqs == 8 && eight.n_blocks == 8 * need && eight.graph_buckets == (Buckets{1, 2, 4, 8}));
+  p.max_seqs = 0;
+  // A maxContext below 4096: the base still holds 4096 tokens (here within the first chunk).
+  p.max_context = 100;
+  const vt::MemoryPlan shortctx = vt::plan_memory_on(c, p, weights, ptr(gpu(int64_t(60) << 30)));
+  CHECK(shortctx.n_blocks == 256 * 7 && shortctx.n_blocks_base == 256 * 7);  // the ceiling is below a chunk
+  // Without the free figure (plan_memory's validation before the weights are read): the base pool.
+  p.max_context = 9000;
+  vt::GpuFacts unknown = gpu(-1);
+  const vt::MemoryPlan prelim = vt::plan_memory_on(c, p, weights, &unknown);
+  CHECK(prelim.n_blocks == 563 && prelim.n_blocks_base == 563);
+}
+
+// kvCacheBytes and gpuMemoryUtilization on the GPU set the ceiling; the base is the default's, at most the ceiling.
+static void cuda_pool_given() {
+  const vt::ModelConfig c = long_config();
+  const int64_t weights = int64_t(300) << 20;
+  vt_engine_params p = cuda_params();
+  p.max_context = 9000;
+  const vt::GpuFacts g = gpu(int64_t(60) << 30);
+  const int64_t block_bytes = 2 * 2 * 2 * 16 * 2 * 16;
+  p.kv_cache_bytes = 5000 * block_bytes + 7;
+  const vt::MemoryPlan given = vt::plan_memory_on(c, p, weights, &g);
+  CHECK(given.n_blocks == 5000 && given.kv_cache_bytes == 5000 * block_bytes && given.n_blocks_base == 2048);
+  p.kv_cache_bytes = 500 * block_bytes;
+  const std::string m = oom_message([&] { vt::plan_memory_on(c, p, weights, &g); });
+  CHECK(names(m, "raise kvCacheBytes to at least " + std::to_string(563 * block_bytes)));
+  p.kv_cache_bytes = 0;
+
+  p.gpu_memory_utilization = 0.5;
+  const vt::MemoryPlan share = vt::plan_memory_on(c, p, weights, &g);
+  const int64_t kv = (int64_t(40) << 30) - weights - share.workspace_bytes - share.state_slot_bytes - vt::kGpuReserveBytes;
+  CHECK(share.n_blocks == kv / block_bytes && share.n_blocks_base == 2048 && share.kv_chunk_blocks == 2048);
+  p.gpu_memory_utilization = 0.005;  // 409 MiB of 80 GiB: less than the weights and the reserve
+  const std::string u = oom_message([&] { vt::plan_memory_on(c, p, weights, &g); });
+  CHECK(names(u, "raise gpuMemoryUtilization") && u.find("kvCacheBytes") == std::string::npos);
+  p.gpu_memory_utilization = 0;
+
+  // No virtual memory management: a fixed pool, the default's base size (whole blocks), or all that was asked.
+  const vt::GpuFacts old = gpu(int64_t(60) << 30, /*vmm=*/false);
+  const vt::MemoryPlan fixed = vt::plan_memory_on(c, p, weights, &old);
+  CHECK(fixed.n_blocks == 563 && fixed.n_blocks_base == 563 && fixed.kv_chunk_blocks == 0);
+  CHECK(fixed.kv_base_bytes == fixed.kv_cache_bytes);
+  p.kv_cache_bytes = 5000 * block_bytes;
+  const vt::MemoryPlan fixed_given = vt::plan_memory_on(c, p, weights, &old);
+  CHECK(fixed_given.n_blocks == 5000 && fixed_given.n_blocks_base == 5000 && fixed_given.kv_chunk_blocks == 0);
+}
+
+// Qwen3's shapes (8 KV heads x 128, bf16, 16-token blocks): a plane's block is 32 KiB, so a chunk is 64 blocks (1024
+// tokens) and the default base of 8192 tokens is 8 chunks.
+static void qwen3_chunks() {
+  CHECK(vt::cuda::kv_chunk_blocks(16 * 8 * 128 * 2, int64_t(2) << 20) == 64);
+  CHECK(vt::cuda::kv_chunk_blocks(16 * 8 * 128 * 4, int64_t(2) << 20) == 32);   // fp32 activations
+  CHECK(vt::cuda::kv_chunk_blocks(7 * 8 * 128 * 2, int64_t(2) << 20) == 1024);  // 7-token blocks: 14 KiB
+  CHECK(vt::cuda::kv_chunk_blocks(int64_t(4) << 20, int64_t(2) << 20) == 1);    // a block of two granules
+  CHECK(vt::cuda::kv_chunk_blocks(3 << 20, int64_t(2) << 20) == 2);             // 1.5 granules: 2 blocks are 3
+  for (int64_t plane : {int64_t(1000), int64_t(32768), int64_t(10240), int64_t(3) << 19}) {
+    const int64_t k = vt::cuda::kv_chunk_blocks(plane, int64_t(2) << 20);
+    bool fewest = (k * plane) % (int64_t(2) << 20) == 0;
+    for (int64_t j = 1; j < k && fewest; ++j) fewest = (j * plane) % (int64_t(2) << 20) != 0;
+    CHECK(fewest);
+  }
+}
+
 int main() {
   gpu_memory_utilization();
   prefix_caching();
@@ -203,6 +385,10 @@ int main() {
   given_buckets();
   bad_fields();
   random_defaults();
+  cpu_pool();
+  cuda_pool_default();
+  cuda_pool_given();
+  qwen3_chunks();
   std::printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed ? 1 : 0;
 }

@@ -79,6 +79,23 @@ class Decoder {
   // and whether sample() can take these lists this step (false: the caller sends the logits to the host).
   virtual bool processors_on_device() const { return false; }
   virtual bool applies_processors(const ProcessorLists & /*lists*/) const { return false; }
+
+  // The KV pool's memory, for a backend that maps it in chunks as blocks are needed (the CUDA decoder's KvPool; the
+  // engine's BlockManager asks through these, on the step thread only). The defaults are a fixed pool, every
+  // block usable from the start (the CPU backend: its pool is a lazily committed anonymous mapping already).
+  // kv_chunk_blocks(): blocks per chunk; 0: the pool is fixed.
+  virtual int32_t kv_chunk_blocks() const { return 0; }
+  // Blocks usable now; -1: as many as the plan's n_blocks (a fixed pool of the planned size).
+  virtual int32_t kv_mapped_blocks() const { return -1; }
+  // Maps chunks until the first `blocks` blocks are usable (whole chunks, the last one possibly ending at the
+  // ceiling); returns the blocks usable after: fewer than asked when the device ran out of memory part-way (what
+  // was mapped stays mapped; no exception for that).
+  virtual int32_t grow_kv(int32_t blocks) { return blocks; }
+  // Unmaps the chunks above the first `blocks` blocks, once the work queued before has finished; returns the blocks
+  // usable after. Only blocks no sequence holds and the prefix cache no longer keeps lie there.
+  virtual int32_t trim_kv(int32_t blocks) { return blocks; }
+  // The memory the KV pool and the state slots hold now (the mapped chunks of a growing pool); -1: as reserved.
+  virtual int64_t kv_resident_bytes() const { return -1; }
 };
 
 }  // namespace vt

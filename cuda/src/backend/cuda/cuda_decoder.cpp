@@ -39,6 +39,16 @@ BackendReport CudaDecoder::report() const {
   return r;
 }
 
+int32_t CudaDecoder::grow_kv(int32_t blocks) {
+  ctx_->make_current();
+  return kv_->grow(blocks);
+}
+
+int32_t CudaDecoder::trim_kv(int32_t blocks) {
+  ctx_->make_current();
+  return kv_->trim(blocks);  // (waits for the stream first)
+}
+
 bool CudaDecoder::processors_on_device(const ModelConfig &c, const CudaTuning &t) {
   return t.penalties_on_device && t.sample_on_device && c.vocab_size <= cuda::Ops::kSampleMaxVocab;
 }
@@ -111,9 +121,12 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   const int64_t T = p.max_tokens, H = c_.hidden_size, V = c_.vocab_size;
   const int64_t KVD = int64_t(c_.n_kv_heads) * c_.head_dim;
   const int64_t R = std::max(p.max_logit_rows, 1), S = std::max(p.max_seqs, 1);
-  const cuda::CUdeviceptr kv_layer_bytes = CUdeviceptr(int64_t(p.n_blocks) * p.block_size * KVD * int64_t(as));
-  const int64_t kv_total = int64_t(kv_layer_bytes) * 2 * p.state.n_paged() +
-                           int64_t(p.n_state_slots) * p.state.slot_elems() * int64_t(sizeof(float));
+  // The KV pool's planes (K and V of each attention layer) in blocks of plane_block bytes, of which the first
+  // base_blocks are mapped at load (the rest of the ceiling as requests need them: cuda::KvPool), and the slots.
+  const int64_t plane_block = int64_t(p.block_size) * KVD * int64_t(as);
+  const int32_t base_blocks = p.n_blocks_base > 0 ? std::min(p.n_blocks_base, p.n_blocks) : p.n_blocks;
+  const int64_t slot_bytes = int64_t(p.n_state_slots) * p.state.slot_elems() * int64_t(sizeof(float));
+  const int64_t kv_total = plane_block * 2 * p.state.n_paged() * base_blocks + slot_bytes;
   const Workspace ws = plan_workspace(c_, p, ctx_->sm_count(), blas_ != nullptr);
   table_width_ = ws.table_width, attn_rows_ = ws.attn_rows;
   meta_elems_ = ws.meta_elems;
@@ -126,7 +139,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
                                    std::to_string(w.bytes >> 20) + " MiB, KV cache " + std::to_string(kv_total >> 20) +
                                    " MiB, workspaces " + std::to_string(work >> 20) + " MiB) but " + ctx_->name() +
                                    " has " + std::to_string(free >> 20) +
-                                   " MiB free; lower maxContext or kvCacheBytes (or maxBatchTokens)");
+                                   " MiB free; lower maxContext (or maxBatchTokens, maxSeqs)");
 
   // The model binds its weights as it is built: the matrices go through pinned staging slots (StagedUpload: several
   // copy threads, the transfers overlapped with them); the stager lives for the upload only, and is waited for
@@ -155,10 +168,13 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   head_norm_ = ops_->has_gemv_norm_head() && p.act == cuda::Act::BF16 &&
                mops_->matrix(model_->head()).dtype == DType::BF16;
 
-  // Zeroed, so the padding rows of a graph replay (which read block 0) compute on finite values.
-  kv_ = cuda::DeviceBuffer(size_t(kv_total));
-  cuda::check(cuda::driver().cuMemsetD8Async(kv_.ptr(), 0, kv_.bytes(), stream_->get()), "cuMemsetD8Async(kv)");
-  mops_->set_kv(kv_.ptr(), kv_layer_bytes, p.state);
+  // The pool zeroes what it maps (kv_pool.h says why); the slots start zeroed too.
+  kv_ = std::make_unique<cuda::KvPool>(*ctx_, stream_->get(), 2 * p.state.n_paged(), plane_block, p.n_blocks,
+                                       base_blocks, p.kv_grows);
+  slots_ = cuda::DeviceBuffer(size_t(slot_bytes));
+  if (slot_bytes > 0)
+    cuda::check(cuda::driver().cuMemsetD8Async(slots_.ptr(), 0, slots_.bytes(), stream_->get()), "cuMemsetD8Async(slots)");
+  mops_->set_kv(kv_->base(), kv_->plane_stride(), p.state);
   last_ = scratch(R * H, 4), last_act_ = scratch(R * H, as);
   logits_ = scratch(R * V, sizeof(float));
   ids_ = scratch(R, 4), lps_ = scratch(R, 4);

@@ -26,6 +26,7 @@
 #include "backend/cuda/cuda_model_ops.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/graphs.h"
+#include "backend/cuda/kv_pool.h"
 #include "backend/cuda/staged_upload.h"
 #include "loader/config.h"
 #include "loader/safetensors.h"
@@ -42,9 +43,11 @@ struct CudaDecoderParams {
   int32_t max_tokens = 0;      // rows of one forward
   int32_t max_seqs = 0;        // sequences of one forward
   int32_t max_logit_rows = 0;  // rows of one project()
-  int32_t n_blocks = 0, block_size = 0;
+  int32_t n_blocks = 0, block_size = 0;  // n_blocks: the KV pool's ceiling
+  int32_t n_blocks_base = 0;             // blocks usable from the load on and kept when idle; 0: n_blocks
+  bool kv_grows = false;                 // map the pool in chunks as blocks are needed (cuda::KvPool); false: all at load
   StateLayout state;            // what each layer keeps per sequence: sizes the KV pool (and the state slots)
-  int32_t n_state_slots = 0;    // state slots (fp32, state.slot_elems() each), after the KV pool in kv_
+  int32_t n_state_slots = 0;    // state slots (fp32, state.slot_elems() each), in slots_
   int32_t max_context = 0;             // keys per sequence at most (sizes block tables and attention splits)
   std::vector<int32_t> graph_buckets;  // decode batch sizes to capture, ascending; empty = no graphs
   bool graph_dedup = false;
@@ -102,7 +105,13 @@ class CudaDecoder : public Decoder {
   const std::string &device_name() const { return ctx_->name(); }
   const cuda::Context &context() const { return *ctx_; }  // its figures for memory reports (mem_info, name)
   int64_t weight_device_bytes() const { return mops_->weight_bytes(); }
-  int64_t kv_bytes() const { return int64_t(kv_.bytes()); }
+  int64_t kv_bytes() const { return kv_->ceiling_bytes() + int64_t(slots_.bytes()); }  // the KV pool's ceiling and the slots
+  // The KV pool grows and shrinks in chunks (cuda::KvPool; Decoder's kv_* say how the engine uses them).
+  int32_t kv_chunk_blocks() const override { return kv_->chunk_blocks(); }
+  int32_t kv_mapped_blocks() const override { return kv_->mapped_blocks(); }
+  int32_t grow_kv(int32_t blocks) override;
+  int32_t trim_kv(int32_t blocks) override;
+  int64_t kv_resident_bytes() const override { return kv_->mapped_bytes() + int64_t(slots_.bytes()); }
   int64_t workspace_bytes() const { return workspace_bytes_ + mops_->workspace_bytes(); }
   int64_t pinned_bytes() const { return pinned_bytes_; }  // page-locked host memory held (plan_workspace's pinned)
   BackendReport report() const override;
@@ -179,7 +188,8 @@ class CudaDecoder : public Decoder {
   std::vector<cuda::DeviceBuffer> buffers_;  // the executor's buffers (scratch())
   int64_t workspace_bytes_ = 0, pinned_bytes_ = 0;
 
-  cuda::DeviceBuffer kv_;        // (attention layer, K|V, n_blocks, block_size, n_kv_heads, head_dim), then the slots
+  std::unique_ptr<cuda::KvPool> kv_;  // (attention layer, K|V, n_blocks, block_size, n_kv_heads, head_dim), mapped in chunks
+  cuda::DeviceBuffer slots_;           // (n_state_slots, state.slot_elems()) fp32
 
   // The head's and the sampler's buffers
   CUdeviceptr last_ = 0;                   // (max_logit_rows, hidden) fp32, rows gathered for the lm_head

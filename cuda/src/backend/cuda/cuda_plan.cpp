@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/cuda/driver.h"
+#include "backend/cuda/kv_pool.h"
 
 namespace vt {
 
@@ -14,11 +15,54 @@ bool cuda_usable(std::string *why) {
 
 int64_t cuda_total_bytes() { return cuda::device_total_bytes(0); }
 
-CudaSizes cuda_sizes(const ModelConfig &c, const MemoryPlan &m, const vt_engine_params &p) {
+namespace {
+
+// GPU 0's free bytes under its primary context, retained for the call and made current on this thread meanwhile
+// (what was current before is put back).
+int64_t free_bytes_now() {
+  const cuda::Driver &d = cuda::driver();
+  cuda::CUdevice dev = 0;
+  cuda::check(d.cuDeviceGet(&dev, 0), "cuDeviceGet");
+  cuda::CUcontext ctx = nullptr, prev = nullptr;
+  cuda::check(d.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  size_t free = 0, total = 0;
+  cuda::CUresult r = d.cuCtxGetCurrent(&prev);
+  if (r == cuda::CUDA_SUCCESS) r = d.cuCtxSetCurrent(ctx);
+  if (r == cuda::CUDA_SUCCESS) {
+    r = d.cuMemGetInfo(&free, &total);
+    d.cuCtxSetCurrent(prev);
+  }
+  d.cuDevicePrimaryCtxRelease(dev);
+  cuda::check(r, "cuMemGetInfo");
+  return int64_t(free);
+}
+
+}  // namespace
+
+GpuFacts cuda_gpu_facts(bool with_free) {
+  GpuFacts f;
+  f.sm_count = cuda::device_sm_count(0);
+  f.total_bytes = cuda::device_total_bytes(0);
+  const cuda::KvPoolSupport s = cuda::kv_pool_support(0);
+  f.vmm = s.vmm, f.granularity = s.granularity;
+  if (with_free) f.free_bytes = free_bytes_now();
+  return f;
+}
+
+CudaDeviceHold::CudaDeviceHold() {
+  const cuda::Driver &d = cuda::driver();
+  cuda::check(d.cuDeviceGet(&device_, 0), "cuDeviceGet");
+  cuda::CUcontext ctx = nullptr;
+  cuda::check(d.cuDevicePrimaryCtxRetain(&ctx, device_), "cuDevicePrimaryCtxRetain");
+}
+
+CudaDeviceHold::~CudaDeviceHold() { cuda::driver().cuDevicePrimaryCtxRelease(device_); }
+
+CudaSizes cuda_sizes(const ModelConfig &c, const MemoryPlan &m, const vt_engine_params &p, int sm_count) {
   // cuBLASLt's workspace is counted whenever it may load (bf16 activations, not VT_CUDA_CUBLASLT=0): at most
   // 32 MiB too many, on a machine without the library.
   const CudaDecoderParams cp = cuda_decoder_params(m, p);
-  const CudaDecoder::Workspace ws = CudaDecoder::plan_workspace(c, cp, cuda::device_sm_count(0),
+  const CudaDecoder::Workspace ws = CudaDecoder::plan_workspace(c, cp, sm_count,
                                                                 cp.act == cuda::Act::BF16 && cp.tuning.cublaslt);
   CudaSizes s;
   s.workspace_bytes = ws.total, s.pinned_bytes = ws.pinned;
@@ -34,6 +78,8 @@ CudaDecoderParams cuda_decoder_params(const MemoryPlan &m, const vt_engine_param
   cp.max_seqs = m.max_seqs;
   cp.max_logit_rows = std::max(m.max_seqs, 16);  // sampled rows, or one teacher-forcing block
   cp.n_blocks = m.n_blocks;
+  cp.n_blocks_base = m.n_blocks_base;
+  cp.kv_grows = m.kv_chunk_blocks > 0;  // (the plan made the pool fixed, n_blocks_base = n_blocks, where it cannot)
   cp.block_size = m.block_size;
   cp.state = m.state;
   cp.n_state_slots = m.n_state_slots;

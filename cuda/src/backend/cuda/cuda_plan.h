@@ -19,12 +19,31 @@ bool cuda_usable(std::string *why);
 // GPU 0's total memory in bytes (throws like the driver when CUDA is not usable).
 int64_t cuda_total_bytes();
 
+// GPU 0 as the memory plan needs it: multiprocessors, memory, whether its KV pool can grow in chunks and by what
+// granularity (none of which needs a context), and with_free, the bytes free now: cuMemGetInfo under GPU 0's primary
+// context, retained for the question (made then, and destroyed after, unless something holds it: an engine, or a
+// CudaDeviceHold). Throws like the driver when CUDA is not usable.
+GpuFacts cuda_gpu_facts(bool with_free);
+
+// Holds GPU 0's primary context while it lives (cuDevicePrimaryCtxRetain), so that a load's plan reads the free
+// memory under the context its decoder will use, made once for both.
+class CudaDeviceHold {
+ public:
+  CudaDeviceHold();
+  ~CudaDeviceHold();
+  CudaDeviceHold(const CudaDeviceHold &) = delete;
+  CudaDeviceHold &operator=(const CudaDeviceHold &) = delete;
+
+ private:
+  int device_ = 0;
+};
+
 // The device workspaces and page-locked host bytes an engine with this plan allocates
-// (CudaDecoder::plan_workspace, on GPU 0's multiprocessor count; cuBLASLt's workspace whenever it may load).
+// (CudaDecoder::plan_workspace, on a GPU of sm_count multiprocessors; cuBLASLt's workspace whenever it may load).
 struct CudaSizes {
   int64_t workspace_bytes = 0, pinned_bytes = 0;
 };
-CudaSizes cuda_sizes(const ModelConfig &c, const MemoryPlan &m, const vt_engine_params &p);
+CudaSizes cuda_sizes(const ModelConfig &c, const MemoryPlan &m, const vt_engine_params &p, int sm_count);
 
 // The CUDA decoder's params for a plan (load and estimate build them here, so they size the same buffers).
 CudaDecoderParams cuda_decoder_params(const MemoryPlan &m, const vt_engine_params &p);
