@@ -214,6 +214,8 @@ Napi::Value EngineWrap::stats(const Napi::CallbackInfo &info) {
   o.Set("prefixCacheHitTokens", double(s.prefix_cache_hit_tokens));
   o.Set("prefixCacheBlocks", s.prefix_cache_blocks);
   o.Set("prefixCacheEvictions", double(s.prefix_cache_evictions));
+  o.Set("kvBlocksMapped", s.kv_blocks_mapped);
+  o.Set("kvCacheResidentBytes", double(s.kv_cache_resident_bytes));
   return o;
 }
 
@@ -229,6 +231,7 @@ Napi::Value EngineWrap::memory(const Napi::CallbackInfo &info) {
   o.Set("kvCacheBytes", double(m.kv_cache_bytes));
   o.Set("kvCacheResidentBytes", double(m.kv_cache_resident_bytes));
   o.Set("kvBlocksTotal", m.kv_blocks_total);
+  o.Set("kvBlocksMapped", m.kv_blocks_mapped);
   o.Set("kvBlocksUsed", m.kv_blocks_used);
   o.Set("kvBlockSize", m.kv_block_size);
   o.Set("workspaceBytes", double(m.workspace_bytes));

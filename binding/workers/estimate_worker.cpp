@@ -36,6 +36,8 @@ void EstimateWorker::OnOK() {
   o.Set("weightMappedBytes", double(e.weight_mapped_bytes));
   o.Set("kvCacheBytes", double(e.kv_cache_bytes));
   o.Set("kvCacheTokens", double(e.kv_cache_tokens));
+  o.Set("kvCacheInitialBytes", double(e.kv_cache_initial_bytes));
+  o.Set("kvCacheInitialTokens", double(e.kv_cache_initial_tokens));
   o.Set("workspaceBytes", double(e.workspace_bytes));
   o.Set("maxContext", e.max_context);
   o.Set("hostAvailableBytes", double(e.host_available_bytes));

@@ -44,13 +44,13 @@ export interface CudaGraphsOptions {
   /**
    * The largest decode batch captured, an integer from 1 to 4096; a larger batch runs without a graph. Values above
    * `maxSeqs` act as `maxSeqs`, since no step holds more sequences. When `buckets` is given too, `maxBatch` must be
-   * at least its largest bucket, and the buckets alone say what is captured. Default: `maxSeqs`, capped at 128.
+   * at least its largest bucket, and the buckets alone say what is captured. Default: `maxSeqs`, capped at 256.
    */
   maxBatch?: number;
   /**
-   * The batch sizes to capture: strictly ascending integers from 1 to `maxSeqs` (64 when `maxSeqs` is not given),
-   * at most 32 of them. Default: the powers of two up to `maxBatch`, plus `maxBatch` itself when it is not one
-   * (with every default: 1, 2, 4, 8, 16, 32, 64).
+   * The batch sizes to capture: strictly ascending integers from 1 to `maxSeqs` (256, its default on the GPU, when
+   * `maxSeqs` is not given), at most 32 of them. Default: the powers of two up to `maxBatch`, plus `maxBatch` itself
+   * when it is not one (with every default: 1, 2, 4, 8, 16, 32, 64, 128, 256).
    */
   buckets?: number[];
   /**
@@ -79,18 +79,34 @@ export interface LoadOptions {
   threads?: number;
   /** Tokens the engine processes in one step (decodes plus prefill chunks). Default 512. */
   maxBatchTokens?: number;
-  /** Sequences scheduled in one step. Default 64. */
+  /**
+   * Sequences scheduled in one step (the requests decoding together). Default 256 on the GPU, where a decode step
+   * costs little more for more sequences, and 64 on the CPU. It also sizes the per-step workspaces (logits for
+   * `maxSeqs` rows) and the default CUDA-graph buckets.
+   */
   maxSeqs?: number;
   /** Tokens per paged-KV block. Default 16. */
   kvBlockSize?: number;
-  /** Size of the KV-cache pool in bytes. Default: room for max(maxContext, 4096) tokens. */
+  /**
+   * Size of the KV-cache pool in bytes, in whole blocks (cut down to them); it must hold `maxContext` tokens, or the
+   * load fails with `ERR_OUT_OF_MEMORY`. On the CPU it is the pool (default: room for max(maxContext, 4096) tokens,
+   * rounded up to whole blocks); its pages take memory as they are first written. On the GPU it is the pool's
+   * ceiling: the load maps device memory for max(maxContext, 4096) tokens (in whole chunks of about 1024 tokens for
+   * Qwen3's shapes), the pool grows in chunks as requests need blocks, up to the ceiling, and gives the chunks above
+   * its load-time size back when the engine is idle. Default on the GPU: what the GPU has free at load, less the
+   * weights, the workspaces and a 256 MiB reserve (at most `maxSeqs` x `maxContext` tokens), so a server started
+   * with no options batches as many requests as the GPU can hold and takes the memory only while they run.
+   * `memory().engine.kvCache` reports the ceiling (`bytes`, `blocksTotal`) and what is mapped now (`residentBytes`,
+   * `blocksMapped`).
+   */
   kvCacheBytes?: number;
   /**
    * The share of the GPU's memory, in (0, 1], this engine may take in all (weights, workspaces, CUDA graphs and
-   * the KV cache); the KV pool gets what the rest leaves, so a larger share means more tokens in flight. An
-   * alternative to `kvCacheBytes` (give one or the other). The load fails with `ERR_OUT_OF_MEMORY` when the
-   * share leaves no room for `maxContext` tokens. CUDA backend only; the CPU backend ignores it. Default: unset
-   * (the pool holds max(maxContext, 4096) tokens), never a grab of most of the GPU.
+   * the KV cache); the KV pool's ceiling is what the rest leaves (the pool grows to it as requests need blocks, as
+   * with `kvCacheBytes`), so a larger share means more tokens in flight. An alternative to `kvCacheBytes` (give one
+   * or the other). The load fails with `ERR_OUT_OF_MEMORY` when the share leaves no room for `maxContext` tokens.
+   * CUDA backend only; the CPU backend ignores it. Default: unset (the ceiling is what the GPU has free at load; see
+   * `kvCacheBytes`).
    */
   gpuMemoryUtilization?: number;
   /**
@@ -147,8 +163,11 @@ const CUDA_GRAPHS_KEYS: readonly (keyof CudaGraphsOptions)[] = ['enabled', 'maxB
 /** vt_cuda_graphs' bounds (vt_engine.h): the largest batch captured, and the room for buckets. */
 const CUDA_GRAPHS_MAX_BATCH = 4096;
 const CUDA_GRAPHS_MAX_BUCKETS = 32;
-/** vt_engine_params.max_seqs' documented default (vt_engine.h), which bounds the buckets when maxSeqs is absent. */
-const DEFAULT_MAX_SEQS = 64;
+/**
+ * vt_engine_params.max_seqs' documented default on the GPU (vt_engine.h), which bounds the buckets when maxSeqs is
+ * absent (the CPU, whose default is 64, ignores them).
+ */
+const DEFAULT_MAX_SEQS = 256;
 
 /**
  * Checks `options` and maps them to the native load parameters (0 = the engine's default). `onProgress` and
@@ -241,7 +260,7 @@ function bucketsOption(value: unknown, maxSeqs: number | undefined): number[] | 
     );
   }
   const limit = maxSeqs ?? DEFAULT_MAX_SEQS;
-  const bound = maxSeqs === undefined ? `${limit}, the default maxSeqs` : `${limit}, maxSeqs`;
+  const bound = maxSeqs === undefined ? `${limit}, the default maxSeqs on the GPU` : `${limit}, maxSeqs`;
   const buckets: number[] = [];
   for (let i = 0; i < value.length; i++) {
     const b: unknown = value[i];

@@ -40,8 +40,14 @@ export interface ModelInfo {
 
 /** Live counters of an engine, from `engine.stats()`. */
 export interface EngineStats {
-  /** Blocks in the paged KV-cache pool. */
+  /**
+   * Blocks the paged KV-cache pool may hold at most: its ceiling. On the GPU the pool maps device memory for
+   * {@link kvBlocksMapped} of them, growing as requests need blocks and shrinking back when the engine is idle; on
+   * the CPU the pool is fixed and every block is mapped.
+   */
   kvBlocksTotal: number;
+  /** Of `kvBlocksTotal`, the blocks usable now without mapping more (all of them on the CPU). */
+  kvBlocksMapped: number;
   /**
    * Blocks held by live requests; back to the pool when a request ends or is aborted (a block shared by several
    * requests through the prefix cache counts once; a cached block no request holds counts as free).
@@ -49,8 +55,13 @@ export interface EngineStats {
   kvBlocksUsed: number;
   /** Tokens per KV block. */
   kvBlockSize: number;
-  /** Size of the KV-cache pool in bytes. */
+  /** The KV-cache pool's ceiling in bytes, as reserved (and the state slots of models that keep one per request). */
   kvCacheBytes: number;
+  /**
+   * The memory the KV-cache pool holds now: on the GPU the mapped chunks (and the state slots), on the CPU the
+   * pages written so far.
+   */
+  kvCacheResidentBytes: number;
   /** Requests queued, not yet scheduled. */
   requestsWaiting: number;
   /** Requests being prefilled or decoded. */
@@ -119,9 +130,11 @@ export function toModelInfo(info: NativeModelInfo): ModelInfo {
 export function toEngineStats(stats: NativeStats): EngineStats {
   return {
     kvBlocksTotal: stats.kvBlocksTotal,
+    kvBlocksMapped: stats.kvBlocksMapped,
     kvBlocksUsed: stats.kvBlocksUsed,
     kvBlockSize: stats.kvBlockSize,
     kvCacheBytes: stats.kvCacheBytes,
+    kvCacheResidentBytes: stats.kvCacheResidentBytes,
     requestsWaiting: stats.requestsWaiting,
     requestsRunning: stats.requestsRunning,
     requestsPaused: stats.requestsPaused,

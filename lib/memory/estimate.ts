@@ -45,14 +45,19 @@ export async function estimateMemory(addon: NativeAddon, dir: string, params: Na
   const blockSize = params.kvBlockSize || DEFAULT_BLOCK_SIZE;
   const tokens = Math.floor(Math.floor(params.kvCacheBytes / perToken) / blockSize) * blockSize;
   if (tokens >= base.maxContext) throw fromNativeError(failure); // not a short pool: some other failure (a mapping)
-  return toMemoryEstimate({ ...base, kvCacheBytes: tokens * perToken, kvCacheTokens: tokens }, params);
+  const initial = Math.min(base.kvCacheInitialTokens, tokens);
+  return toMemoryEstimate(
+    { ...base, kvCacheBytes: tokens * perToken, kvCacheTokens: tokens, kvCacheInitialBytes: initial * perToken, kvCacheInitialTokens: initial },
+    params,
+  );
 }
 
 /** The public estimate of a native one, with `fits` and the suggestion. @internal */
 export function toMemoryEstimate(n: NativeEstimate, params: NativeLoadParams): MemoryEstimate {
   // The CUDA backend reports device weights (and then its KV pool and workspaces are device memory too).
   const device = n.weightDeviceBytes > 0 ? 'cuda' : 'cpu';
-  const onDevice = device === 'cuda' ? n.kvCacheBytes + n.workspaceBytes : 0;
+  // The load maps the pool's initial part; it grows from there as requests need blocks.
+  const onDevice = device === 'cuda' ? n.kvCacheInitialBytes + n.workspaceBytes : 0;
   const bytesPerToken = n.kvCacheTokens > 0 ? n.kvCacheBytes / n.kvCacheTokens : 0;
   const est: MemoryEstimate = {
     device,
@@ -63,7 +68,13 @@ export function toMemoryEstimate(n: NativeEstimate, params: NativeLoadParams): M
       hostBytes: n.weightHostBytes,
       mappedBytes: n.weightMappedBytes,
     },
-    kvCache: { bytes: n.kvCacheBytes, tokens: n.kvCacheTokens, bytesPerToken },
+    kvCache: {
+      bytes: n.kvCacheBytes,
+      tokens: n.kvCacheTokens,
+      bytesPerToken,
+      initialBytes: n.kvCacheInitialBytes,
+      initialTokens: n.kvCacheInitialTokens,
+    },
     workspaceBytes: n.workspaceBytes,
     pinnedHostBytes: n.hostPinnedBytes,
     totals: {

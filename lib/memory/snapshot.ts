@@ -17,7 +17,8 @@ export function toEngineMemory(m: NativeMemory, device: 'cpu' | 'cuda'): EngineM
     { name: 'weights', tier: 'device', bytes: m.weightDeviceBytes },
     { name: 'weights', tier: 'mapped', bytes: m.weightMappedBytes },
     { name: 'weights', tier: 'host', bytes: m.weightHostBytes },
-    { name: 'kv_cache', tier: runtime, bytes: m.kvCacheBytes },
+    // On the GPU the pool's ceiling is address space: it holds the chunks it has mapped.
+    { name: 'kv_cache', tier: runtime, bytes: device === 'cuda' && m.kvCacheResidentBytes >= 0 ? m.kvCacheResidentBytes : m.kvCacheBytes },
     { name: 'workspace', tier: runtime, bytes: m.workspaceBytes },
     { name: 'cuda_graphs', tier: 'device', bytes: m.graphsBytes > 0 ? m.graphsBytes : 0 },
     { name: 'pinned_staging', tier: 'host', bytes: m.hostPinnedBytes },
@@ -35,6 +36,7 @@ export function toEngineMemory(m: NativeMemory, device: 'cpu' | 'cuda'): EngineM
       bytes: m.kvCacheBytes,
       residentBytes: m.kvCacheResidentBytes >= 0 ? m.kvCacheResidentBytes : null,
       blocksTotal: m.kvBlocksTotal,
+      blocksMapped: m.kvBlocksMapped,
       blocksUsed: m.kvBlocksUsed,
       blockSize: m.kvBlockSize,
     },

@@ -83,7 +83,10 @@ export type MemoryReasons = Partial<Record<'process' | 'system' | 'gpu', string>
 export interface MemoryComponent {
   /** `'weights'`, `'kv_cache'`, `'workspace'`, `'cuda_graphs'`, `'pinned_staging'`; later `'vision_tower'` and others. */
   name: string;
-  /** Bytes held (reserved or mapped), resident or not. */
+  /**
+   * Bytes held (reserved or mapped), resident or not. A GPU's KV pool counts the device memory it has mapped (its
+   * ceiling is address space, not memory: `kvCache.bytes`).
+   */
   bytes: number;
   /** Where they live. */
   tier: MemoryTier;
@@ -111,12 +114,21 @@ export interface EngineMemory {
   };
   /** The paged KV cache. */
   kvCache: {
-    /** The paged KV pool as reserved (virtual: pages cost memory once written). */
+    /**
+     * The paged KV pool as reserved: its ceiling (virtual: on the CPU pages cost memory once written; on the GPU
+     * device memory is mapped in chunks as requests need blocks).
+     */
     bytes: number;
-    /** Of the pool, the pages written so far (`mincore`); null when the kernel does not say. Never shrinks. */
+    /**
+     * Of the pool, the memory it holds now: on the CPU the pages written so far (`mincore`, which never shrinks);
+     * on the GPU the mapped chunks, which grow with demand and shrink back to the load's size when the engine is
+     * idle. Null when the kernel does not say.
+     */
     residentBytes: number | null;
-    /** Blocks in the pool. */
+    /** Blocks the pool may hold at most (its ceiling). */
     blocksTotal: number;
+    /** Of `blocksTotal`, the blocks usable now without mapping more (all of them on the CPU). */
+    blocksMapped: number;
     /**
      * Blocks held by live requests now. Blocks the prefix cache keeps that no request holds count as free (a new
      * request's KV takes them when no block is truly free); `engine.stats().prefixCacheBlocks` counts them.
@@ -253,12 +265,19 @@ export interface MemoryEstimate {
   };
   /** The paged KV pool. */
   kvCache: {
-    /** The KV pool. */
+    /** The KV pool's ceiling: what it may hold at most. */
     bytes: number;
-    /** Tokens it holds, over all sequences. */
+    /** Tokens the ceiling holds, over all sequences. */
     tokens: number;
     /** Bytes of one token's keys and values over all layers. */
     bytesPerToken: number;
+    /**
+     * What the load maps, and the pool keeps when the engine is idle: on the GPU room for max(maxContext, 4096)
+     * tokens in whole chunks (at most the ceiling; more is mapped as requests need it); on the CPU the whole pool.
+     */
+    initialBytes: number;
+    /** Tokens `initialBytes` holds. */
+    initialTokens: number;
   };
   /** Activations, logits and sampler scratch. */
   workspaceBytes: number;
@@ -273,7 +292,7 @@ export interface MemoryEstimate {
     hostHeapBytes: number;
     /** Page cache of the checkpoint files the engine reads in place. */
     pageCacheBytes: number;
-    /** GPU memory. */
+    /** GPU memory at load (weights, the KV pool's initial part, workspaces); the pool may grow to its ceiling. */
     deviceBytes: number;
   };
   /** MemAvailable now; null when it cannot be read. */

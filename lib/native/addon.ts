@@ -109,6 +109,8 @@ export interface NativeStats {
   prefixCacheHitTokens: number;
   prefixCacheBlocks: number;
   prefixCacheEvictions: number;
+  kvBlocksMapped: number; // of kvBlocksTotal (the ceiling), usable now: a CUDA pool's mapped chunks; all on the CPU
+  kvCacheResidentBytes: number; // the pool's memory now: CUDA, the mapped chunks and state slots; CPU, pages written
 }
 
 /** @internal Mirrors vt_memory_report. */
@@ -120,6 +122,7 @@ export interface NativeMemory {
   kvCacheBytes: number;
   kvCacheResidentBytes: number;
   kvBlocksTotal: number;
+  kvBlocksMapped: number;
   kvBlocksUsed: number;
   kvBlockSize: number;
   workspaceBytes: number;
@@ -139,8 +142,10 @@ export interface NativeEstimate {
   weightDeviceBytes: number;
   weightHostBytes: number;
   weightMappedBytes: number;
-  kvCacheBytes: number;
+  kvCacheBytes: number; // the pool's ceiling (and the state slots)
   kvCacheTokens: number;
+  kvCacheInitialBytes: number; // what the load maps of it, and keeps when idle
+  kvCacheInitialTokens: number;
   workspaceBytes: number;
   maxContext: number;
   hostAvailableBytes: number; // -1 = unknown

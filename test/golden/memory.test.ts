@@ -132,6 +132,10 @@ describe('engine.memory()', () => {
     const s = engine.stats();
     expect([m.kvCache.bytes, m.kvCache.blocksTotal, m.kvCache.blockSize]).toStrictEqual([s.kvCacheBytes, s.kvBlocksTotal, s.kvBlockSize]);
     expect(m.kvCache.bytes).toBe(m.kvCache.blocksTotal * m.kvCache.blockSize * kvBytesPerToken(engine));
+    // The CPU's pool is fixed: every block is mapped (its pages committed as they are written).
+    expect([m.kvCache.blocksMapped, s.kvBlocksMapped]).toStrictEqual([m.kvCache.blocksTotal, s.kvBlocksTotal]);
+    expect(s.kvCacheResidentBytes).toBeGreaterThanOrEqual(0);
+    expect(s.kvCacheResidentBytes).toBeLessThanOrEqual(s.kvCacheBytes);
   });
 });
 

@@ -134,7 +134,8 @@ describe('validateLoadOptions: cudaGraphs', () => {
     expect(graphs({ dedup: false, enabled: false })).toStrictEqual({ ...GRAPHS_DEFAULT, enabled: 0 });
     expect(graphs({ capture: 'first-use' })).toStrictEqual({ ...GRAPHS_DEFAULT, firstUse: true });
     expect(graphs({ capture: 'load' })).toStrictEqual(GRAPHS_DEFAULT);
-    expect(graphs({ buckets: [64] })).toStrictEqual({ ...GRAPHS_DEFAULT, buckets: [64] }); // the default maxSeqs
+    expect(graphs({ buckets: [64] })).toStrictEqual({ ...GRAPHS_DEFAULT, buckets: [64] });
+    expect(graphs({ buckets: [256] })).toStrictEqual({ ...GRAPHS_DEFAULT, buckets: [256] }); // the GPU's default maxSeqs
     expect(graphs({ buckets: [3, 200], maxBatch: 200 }, { maxSeqs: 200 })).toStrictEqual({ ...GRAPHS_DEFAULT, buckets: [3, 200], maxBatch: 200 });
     expect(graphs({ buckets: [1, 2], maxBatch: 8 })).toStrictEqual({ ...GRAPHS_DEFAULT, buckets: [1, 2], maxBatch: 8 });
     const thirtyTwo = Array.from({ length: 32 }, (_, i) => 2 * i + 1);
@@ -184,8 +185,8 @@ describe('validateLoadOptions: cudaGraphs', () => {
     ['buckets not an array', { buckets: 8 }, {}, /"cudaGraphs\.buckets" must be an array of 1 to 32 batch sizes, got 8/],
     ['empty buckets', { buckets: [] }, {}, /"cudaGraphs\.buckets" must be an array of 1 to 32.*got \[\]/],
     ['33 buckets', { buckets: Array.from({ length: 33 }, (_, i) => i + 1) }, {}, /"cudaGraphs\.buckets".*an array of 33 items/],
-    ['a zero bucket', { buckets: [0, 4] }, {}, /"cudaGraphs\.buckets" must hold integers from 1 to 64, the default maxSeqs; cudaGraphs\.buckets\[0\] is 0/],
-    ['a bucket above the default maxSeqs', { buckets: [4, 65] }, {}, /from 1 to 64.*buckets\[1\] is 65/],
+    ['a zero bucket', { buckets: [0, 4] }, {}, /"cudaGraphs\.buckets" must hold integers from 1 to 256, the default maxSeqs on the GPU; cudaGraphs\.buckets\[0\] is 0/],
+    ['a bucket above the default maxSeqs', { buckets: [4, 257] }, {}, /from 1 to 256.*buckets\[1\] is 257/],
     ['a bucket above maxSeqs', { buckets: [4, 9] }, { maxSeqs: 8 }, /from 1 to 8, maxSeqs; cudaGraphs\.buckets\[1\] is 9/],
     ['a fractional bucket', { buckets: [1.5] }, {}, /buckets\[0\] is 1\.5/],
     ['a string bucket', { buckets: [1, '2'] }, {}, /buckets\[1\] is "2"/],

@@ -1,7 +1,7 @@
 // Engine.estimate's arithmetic on top of the native sizing: totals by tier, `fits`, and suggestions that actually
 // fit. "Fits" is checked against the rules vt_engine.h documents for vt_engine_load, restated here independently:
-// the pool holds floor(kvCacheBytes / bytesPerToken) tokens cut to whole blocks (0 = max(maxContext, 4096) tokens),
-// must hold maxContext tokens, and the host heap (weight copies + KV pool + workspaces on the CPU) must fit in
+// the pool holds floor(kvCacheBytes / bytesPerToken) tokens cut to whole blocks (0 = max(maxContext, 4096) tokens
+// rounded up to whole blocks), must hold maxContext tokens, and the host heap (weight copies + KV pool + workspaces on the CPU) must fit in
 // MemAvailable. The golden test (test/golden/memory.test.ts) checks the same against the real native engine.
 import { describe, expect, it } from 'vitest';
 
@@ -30,14 +30,16 @@ function native(p: NativeLoadParams, available: number, maxPositions = 40_960): 
     weightMappedBytes: 1_192_099_840,
     kvCacheBytes: tokens * PER_TOKEN,
     kvCacheTokens: tokens,
+    kvCacheInitialBytes: tokens * PER_TOKEN, // the CPU's pool is fixed: all of it from the load
+    kvCacheInitialTokens: tokens,
     workspaceBytes: WORKSPACE,
     maxContext: M,
     hostAvailableBytes: available,
     hostPinnedBytes: 0,
   };
   function poolTokens(q: NativeLoadParams, m: number): number {
-    const t = q.kvCacheBytes > 0 ? Math.floor(q.kvCacheBytes / PER_TOKEN) : Math.max(m, 4096);
-    return Math.floor(t / bs) * bs;
+    if (q.kvCacheBytes > 0) return Math.floor(Math.floor(q.kvCacheBytes / PER_TOKEN) / bs) * bs;
+    return Math.ceil(Math.max(m, 4096) / bs) * bs;
   }
 }
 
@@ -59,7 +61,7 @@ describe('toMemoryEstimate', () => {
       device: 'cpu',
       maxContext: 2048,
       weights: { totalBytes: 1_192_099_840, deviceBytes: 0, hostBytes: HOST_WEIGHTS, mappedBytes: 1_192_099_840 },
-      kvCache: { bytes: 4096 * PER_TOKEN, tokens: 4096, bytesPerToken: PER_TOKEN },
+      kvCache: { bytes: 4096 * PER_TOKEN, tokens: 4096, bytesPerToken: PER_TOKEN, initialBytes: 4096 * PER_TOKEN, initialTokens: 4096 },
       workspaceBytes: WORKSPACE,
       pinnedHostBytes: 0,
       totals: { hostHeapBytes: HOST_WEIGHTS + 4096 * PER_TOKEN + WORKSPACE, pageCacheBytes: 1_192_099_840, deviceBytes: 0 },
@@ -70,14 +72,32 @@ describe('toMemoryEstimate', () => {
 
   it('puts the KV pool and workspaces on the device when the weights are there (the CUDA backend)', () => {
     const p = params();
-    const n = { ...native(p, 20 * GiB), weightDeviceBytes: 1_192_099_840, weightMappedBytes: 0 };
+    // A GPU's pool: a ceiling of 400k tokens (what was free), of which the load maps 8192 (8 chunks of 1024).
+    const n = {
+      ...native(p, 20 * GiB),
+      weightDeviceBytes: 1_192_099_840,
+      weightMappedBytes: 0,
+      kvCacheBytes: 400_000 * PER_TOKEN,
+      kvCacheTokens: 400_000,
+      kvCacheInitialBytes: 8192 * PER_TOKEN,
+      kvCacheInitialTokens: 8192,
+    };
     const est = toMemoryEstimate(n, p);
     expect(est.device).toBe('cuda');
+    expect(est.kvCache).toStrictEqual({
+      bytes: 400_000 * PER_TOKEN,
+      tokens: 400_000,
+      bytesPerToken: PER_TOKEN,
+      initialBytes: 8192 * PER_TOKEN,
+      initialTokens: 8192,
+    });
+    // What the load takes: the pool's initial part, not its ceiling.
     expect(est.totals).toStrictEqual({
       hostHeapBytes: HOST_WEIGHTS,
       pageCacheBytes: 0,
-      deviceBytes: 1_192_099_840 + n.kvCacheBytes + WORKSPACE,
+      deviceBytes: 1_192_099_840 + 8192 * PER_TOKEN + WORKSPACE,
     });
+    expect(est.fits).toBe(true);
     // its page-locked staging is host memory
     const pinned = toMemoryEstimate({ ...n, hostPinnedBytes: 5_767_168 }, p);
     expect(pinned.pinnedHostBytes).toBe(5_767_168);
@@ -134,7 +154,14 @@ describe('estimateMemory', () => {
   it('answers a pool too small for maxContext with fits: false, sizing the pool as the native plan would', async () => {
     const p = params({ maxContext: 1024, kvCacheBytes: 500 * PER_TOKEN + 7 });
     const est = await estimateMemory(addon(async (q) => (q.kvCacheBytes === 0 ? native(q, 20 * GiB) : Promise.reject(oom))), '/m', p);
-    expect(est.kvCache).toStrictEqual({ tokens: 496, bytes: 496 * PER_TOKEN, bytesPerToken: PER_TOKEN });
+    // (the asked pool is the whole of a CPU pool: its initial part too)
+    expect(est.kvCache).toStrictEqual({
+      tokens: 496,
+      bytes: 496 * PER_TOKEN,
+      bytesPerToken: PER_TOKEN,
+      initialBytes: 496 * PER_TOKEN,
+      initialTokens: 496,
+    });
     expect(est.fits).toBe(false);
     expect(est.suggestedOptions).toStrictEqual({ kvCacheBytes: 1024 * PER_TOKEN });
   });

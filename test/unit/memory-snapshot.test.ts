@@ -15,6 +15,7 @@ const report: NativeMemory = {
   kvCacheBytes: 2_097_152,
   kvCacheResidentBytes: 65_536,
   kvBlocksTotal: 256,
+  kvBlocksMapped: 256,
   kvBlocksUsed: 3,
   kvBlockSize: 16,
   workspaceBytes: 1_700_352,
@@ -59,7 +60,14 @@ describe('toEngineMemory', () => {
       { name: 'workspace', tier: 'host', bytes: 1_700_352 },
     ]);
     expect(m.totalBytes).toBe(270_976 + 1280 + 2_097_152 + 1_700_352);
-    expect(m.kvCache).toStrictEqual({ bytes: 2_097_152, residentBytes: 65_536, blocksTotal: 256, blocksUsed: 3, blockSize: 16 });
+    expect(m.kvCache).toStrictEqual({
+      bytes: 2_097_152,
+      residentBytes: 65_536,
+      blocksTotal: 256,
+      blocksMapped: 256,
+      blocksUsed: 3,
+      blockSize: 16,
+    });
     expect(m.weights).toStrictEqual({ deviceBytes: 0, hostBytes: 1280, mappedBytes: 270_976, mappedResidentBytes: 274_432 });
     expect(m.graphs).toStrictEqual({ count: 0, bytes: 0 });
   });
@@ -83,7 +91,35 @@ describe('toEngineMemory', () => {
     const m = toEngineMemory({ ...report, weightDeviceBytes: 1000, weightMappedBytes: 0, hostPinnedBytes: pinned }, 'cuda');
     expect(m.pinnedHostBytes).toBe(pinned);
     expect(m.components.at(-1)).toStrictEqual({ name: 'pinned_staging', tier: 'host', bytes: pinned });
-    expect(m.totalBytes).toBe(1000 + 1280 + 2_097_152 + 1_700_352 + pinned);
+    // (the KV pool counts what it has mapped: its resident bytes)
+    expect(m.totalBytes).toBe(1000 + 1280 + 65_536 + 1_700_352 + pinned);
+  });
+
+  it('on CUDA: a pool that grows counts its mapped chunks, and reports its ceiling and mapped blocks apart', () => {
+    // A ceiling of 60 GiB (what was free at load), 1 GiB of it mapped: 4096 of 245_760 blocks.
+    const m = toEngineMemory(
+      {
+        ...report,
+        weightDeviceBytes: 1000,
+        weightMappedBytes: 0,
+        kvCacheBytes: 60 * GiB,
+        kvCacheResidentBytes: GiB,
+        kvBlocksTotal: 245_760,
+        kvBlocksMapped: 4096,
+        kvBlocksUsed: 1500,
+      },
+      'cuda',
+    );
+    expect(m.components.find((c) => c.name === 'kv_cache')).toStrictEqual({ name: 'kv_cache', tier: 'device', bytes: GiB });
+    expect(m.kvCache).toStrictEqual({
+      bytes: 60 * GiB,
+      residentBytes: GiB,
+      blocksTotal: 245_760,
+      blocksMapped: 4096,
+      blocksUsed: 1500,
+      blockSize: 16,
+    });
+    expect(m.totalBytes).toBe(1000 + 1280 + GiB + 1_700_352);
   });
 });
 
