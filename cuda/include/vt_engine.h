@@ -84,7 +84,7 @@ typedef struct vt_engine_params {
                                  state slots and a 256 MiB reserve (at most max_seqs x max_context tokens). The CUDA
                                  pool maps room for max(max_context, 4096) tokens at load (whole chunks, at most the
                                  ceiling), grows in chunks as requests need blocks, and gives the chunks above that
-                                 back when the engine is idle. Either way it must hold max_context tokens
+                                 back once the engine has been idle for a second. Either way it must hold max_context tokens
                                  (VT_ERR_OUT_OF_MEMORY otherwise) */
   vt_progress_fn progress;
   void *progress_user;

@@ -61,10 +61,13 @@ class Engine {
   void step_overlapped(std::vector<vt_step_event> &events);
   // Appends a picked token to s and writes it into ev; true when it ends the request (ev.finish set).
   bool accept(Sequence &s, const SampleResult &r, vt_step_event &ev);
-  // A growing KV pool (Decoder::kv_chunk_blocks) gives its chunks back when nothing is left to run: no request
-  // waits, runs, is paused or has a step in flight. It keeps kv_base_ blocks (what the load mapped) and the prefixes
-  // cached in them; the cached blocks above are evicted (BlockManager::trim).
-  void trim_when_idle();
+  // A growing KV pool (Decoder::kv_chunk_blocks) gives its chunks back once the engine has been idle for
+  // plan_.kv_trim_delay_ms: no request waits, runs, is paused or has a step in flight (trim_due), and none came
+  // meanwhile (loop). It keeps kv_base_ blocks (what the load mapped) and the prefixes cached in them; the cached
+  // blocks above are evicted (BlockManager::trim). One try per idle spell (trim_tried_), whatever it achieved.
+  bool trim_due() const;
+  void trim_pool();
+  bool trim_tried_ = false;
   // Ends every request of plan with an error event saying why (the step failed as a whole).
   void fail_plan(const std::vector<ScheduledChunk> &plan, const std::exception &ex, std::vector<vt_step_event> &events);
   void emit(std::vector<vt_step_event> &events);

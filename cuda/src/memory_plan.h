@@ -29,6 +29,10 @@ struct MemoryPlan {
   int64_t kv_bytes_per_token = 0;
   int64_t kv_cache_bytes = 0;   // the ceiling's n_blocks blocks: as reserved (CPU: virtual until written)
   int64_t kv_base_bytes = 0;    // what the load maps: n_blocks_base blocks in whole chunks (a fixed pool: all of it)
+  // How long the engine must have been idle before a growing pool gives its chunks above the base back: long enough
+  // that a burst following another (a benchmark's timed run after its warm-up) does not map them all again, short
+  // enough that an idle server's memory is back within a second. Tests set 0.
+  int32_t kv_trim_delay_ms = 1000;
   StateLayout state;            // what the model's layers keep per sequence (the registry's state_layout)
   int32_t n_state_slots = 0;    // max_seqs when some layer keeps a state slot, else 0
   int64_t state_slot_bytes = 0; // the slots in all (fp32 on every backend)

@@ -93,7 +93,7 @@ export interface LoadOptions {
    * rounded up to whole blocks); its pages take memory as they are first written. On the GPU it is the pool's
    * ceiling: the load maps device memory for max(maxContext, 4096) tokens (in whole chunks of about 1024 tokens for
    * Qwen3's shapes), the pool grows in chunks as requests need blocks, up to the ceiling, and gives the chunks above
-   * its load-time size back when the engine is idle. Default on the GPU: what the GPU has free at load, less the
+   * its load-time size back once the engine has been idle for a second. Default on the GPU: what the GPU has free at load, less the
    * weights, the workspaces and a 256 MiB reserve (at most `maxSeqs` x `maxContext` tokens), so a server started
    * with no options batches as many requests as the GPU can hold and takes the memory only while they run.
    * `memory().engine.kvCache` reports the ceiling (`bytes`, `blocksTotal`) and what is mapped now (`residentBytes`,

@@ -1,4 +1,4 @@
-// The KV pool that grows, through the whole engine (Engine::step, step_overlapped, trim_when_idle), without a model:
+// The KV pool that grows, through the whole engine (Engine::step, step_overlapped, trim_pool), without a model:
 // an engine over a fake decoder whose paged pool maps chunks as the engine asks (Decoder::grow_kv, up to what its
 // "device" has memory for: a mapping may come short part-way), zeroes what it maps, poisons what it unmaps
 // (trim_kv), and records any row that reads or writes a block outside the mapped chunks. Its forward stores each row's
@@ -154,6 +154,7 @@ struct Setup {
   bool caching, chaining;
   int32_t ceiling, base, chunk, capacity;
   int32_t block_size = 8, max_context = 256, max_batch_tokens = 64;
+  int32_t trim_delay_ms = 0;  // (the product waits a second; the trims here are waited for, not timed)
 };
 
 std::unique_ptr<Engine> make_engine(const Setup &s, GrowingDecoder **decoder) {
@@ -162,7 +163,7 @@ std::unique_ptr<Engine> make_engine(const Setup &s, GrowingDecoder **decoder) {
   c.eos_token_ids = {kVocab - 1};
   MemoryPlan m;
   m.max_context = s.max_context, m.block_size = s.block_size, m.max_seqs = 8, m.max_batch_tokens = s.max_batch_tokens;
-  m.n_blocks = s.ceiling, m.prefix_caching = s.caching;
+  m.n_blocks = s.ceiling, m.prefix_caching = s.caching, m.kv_trim_delay_ms = s.trim_delay_ms;
   auto d = std::make_unique<GrowingDecoder>(s.ceiling, s.block_size, s.chunk, s.base, s.capacity, s.chaining);
   *decoder = d.get();
   return Engine::with_decoder(std::move(d), c, m);
@@ -206,7 +207,9 @@ void round_of(Engine &e, Events &ev, const std::vector<std::vector<int32_t>> &pr
 void grows_and_trims(bool caching, bool chaining) {
   const std::string mode = std::string(caching ? "cache" : "no cache") + (chaining ? ", chained" : "");
   GrowingDecoder *d = nullptr;
-  auto e = make_engine({caching, chaining, 256, 32, 16, 256}, &d);
+  Setup setup{caching, chaining, 256, 32, 16, 256};
+  setup.trim_delay_ms = caching && chaining ? 50 : 0;  // one mode through the delayed trim
+  auto e = make_engine(setup, &d);
   Events ev;
   e->set_step_callback(&Events::on_step, &ev);
   const vt_memory_report before = e->memory();

@@ -8,6 +8,7 @@
 // Without a usable GPU (no driver, no device, or a build without kernels) it prints "skipped: <reason>" and exits 0.
 // scripts/gpu-check.sh builds it into .gpu-out/ and runs it there.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -138,6 +139,30 @@ void out_of_memory(const Context &ctx, CUstream s) {
   CHECK(leaked <= kSlack && leaked >= -kSlack);
 }
 
+// What mapping and unmapping cost, printed for the chunk-size decision (nothing asserted on time): the pool of
+// Qwen3-0.6B's shape (56 planes of 32 KiB blocks; a chunk is 1024 tokens, 112 MiB) grown by 64 chunks and trimmed.
+void timing(const Context &ctx, CUstream s) {
+  const KvPoolSupport support = kv_pool_support(ctx.ordinal());
+  if (!support.vmm) return;
+  const int64_t block = 16 * 8 * 128 * 2;
+  const int32_t chunk = kv_chunk_blocks(block, support.granularity);
+  KvPool pool(ctx, s, 56, block, 80 * chunk, chunk, /*grows=*/true);
+  synchronize(s);
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  const int32_t got = pool.grow(65 * chunk);
+  synchronize(s);  // (the zeroing too)
+  const auto t1 = clock::now();
+  pool.trim(chunk);
+  const auto t2 = clock::now();
+  const double grow_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  const double trim_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
+  CHECK(got == 65 * chunk && pool.mapped_blocks() == chunk);
+  std::printf("timing: 64 chunks of %d blocks x 56 planes (%lld MiB each): mapped and zeroed in %.1f ms (%.3f ms a "
+              "chunk), unmapped in %.1f ms (%.3f ms a chunk)\n",
+              chunk, (long long)(int64_t(chunk) * block * 56 >> 20), grow_ms, grow_ms / 64, trim_ms, trim_ms / 64);
+}
+
 // Pools made, grown and destroyed in a loop, growing and fixed ones alike: nothing stays behind.
 void cycles(const Context &ctx, CUstream s) {
   const int64_t free0 = ctx.free_bytes();
@@ -178,6 +203,7 @@ int main() {
     grow_and_trim(ctx, stream.get());
     fixed_pool(ctx, stream.get());
     cycles(ctx, stream.get());
+    timing(ctx, stream.get());
     out_of_memory(ctx, stream.get());
   } catch (const Error &e) {
     if (e.status() == VT_ERR_NO_GPU) {

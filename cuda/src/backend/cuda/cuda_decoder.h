@@ -2,7 +2,7 @@
 // (models/registry.h) run over CudaModelOps (backend/cuda/cuda_model_ops.h, which owns the weights, the activations
 // and how each op runs) on one GPU, and around it what a step needs besides the model: the context and stream, the
 // paged KV cache (in the activation type, with the CPU's layout (layer, K|V, n_blocks, block_size, n_kv_heads,
-// head_dim)), the step's integers, CUDA graphs, the lm_head and sampling.
+// head_dim), mapped in chunks as it grows: cuda::KvPool), the step's integers, CUDA graphs, the lm_head and sampling.
 //
 // Decode steps (every sequence one row) up to the largest graph bucket replay a CUDA graph of the whole step:
 // the model's forward, the lm_head over every row and the greedy argmax; the step's integers go up in one async copy
