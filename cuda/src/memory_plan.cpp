@@ -149,7 +149,7 @@ void plan_pool(MemoryPlan &m, const vt_engine_params &p, int64_t weight_bytes, c
   }
   // A plane's block is a pool block over one plane (2 per attention layer): chunks of whole granules in each.
   const int64_t plane_block = block_bytes / (2 * int64_t(m.state.n_paged()));
-  const int64_t chunk = cuda::kv_chunk_blocks(plane_block, gpu->granularity);
+  const int64_t chunk = kv_chunk_blocks(plane_block, gpu->granularity);
   const int64_t base = std::min<int64_t>(n_blocks, (base_blocks + chunk - 1) / chunk * chunk);
   m.kv_chunk_blocks = int32_t(std::min<int64_t>(chunk, INT32_MAX));
   m.n_blocks_base = int32_t(base);

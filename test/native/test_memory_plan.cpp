@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "check.h"
-#include "backend/cuda/kv_pool.h"
+#include "backend/cuda/cuda_plan.h"
 #include "memory_plan.h"
 #include "status.h"
 
@@ -365,13 +365,13 @@ static void cuda_pool_given() {
 // Qwen3's shapes (8 KV heads x 128, bf16, 16-token blocks): a plane's block is 32 KiB, so a chunk is 64 blocks (1024
 // tokens) and the default base of 8192 tokens is 8 chunks.
 static void qwen3_chunks() {
-  CHECK(vt::cuda::kv_chunk_blocks(16 * 8 * 128 * 2, int64_t(2) << 20) == 64);
-  CHECK(vt::cuda::kv_chunk_blocks(16 * 8 * 128 * 4, int64_t(2) << 20) == 32);   // fp32 activations
-  CHECK(vt::cuda::kv_chunk_blocks(7 * 8 * 128 * 2, int64_t(2) << 20) == 1024);  // 7-token blocks: 14 KiB
-  CHECK(vt::cuda::kv_chunk_blocks(int64_t(4) << 20, int64_t(2) << 20) == 1);    // a block of two granules
-  CHECK(vt::cuda::kv_chunk_blocks(3 << 20, int64_t(2) << 20) == 2);             // 1.5 granules: 2 blocks are 3
+  CHECK(vt::kv_chunk_blocks(16 * 8 * 128 * 2, int64_t(2) << 20) == 64);
+  CHECK(vt::kv_chunk_blocks(16 * 8 * 128 * 4, int64_t(2) << 20) == 32);   // fp32 activations
+  CHECK(vt::kv_chunk_blocks(7 * 8 * 128 * 2, int64_t(2) << 20) == 1024);  // 7-token blocks: 14 KiB
+  CHECK(vt::kv_chunk_blocks(int64_t(4) << 20, int64_t(2) << 20) == 1);    // a block of two granules
+  CHECK(vt::kv_chunk_blocks(3 << 20, int64_t(2) << 20) == 2);             // 1.5 granules: 2 blocks are 3
   for (int64_t plane : {int64_t(1000), int64_t(32768), int64_t(10240), int64_t(3) << 19}) {
-    const int64_t k = vt::cuda::kv_chunk_blocks(plane, int64_t(2) << 20);
+    const int64_t k = vt::kv_chunk_blocks(plane, int64_t(2) << 20);
     bool fewest = (k * plane) % (int64_t(2) << 20) == 0;
     for (int64_t j = 1; j < k && fewest; ++j) fewest = (j * plane) % (int64_t(2) << 20) != 0;
     CHECK(fewest);

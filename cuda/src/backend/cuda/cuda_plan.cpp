@@ -58,6 +58,10 @@ CudaDeviceHold::CudaDeviceHold() {
 
 CudaDeviceHold::~CudaDeviceHold() { cuda::driver().cuDevicePrimaryCtxRelease(device_); }
 
+int32_t kv_chunk_blocks(int64_t plane_block_bytes, int64_t granularity) {
+  return cuda::kv_chunk_blocks(plane_block_bytes, granularity);
+}
+
 CudaSizes cuda_sizes(const ModelConfig &c, const MemoryPlan &m, const vt_engine_params &p, int sm_count) {
   // cuBLASLt's workspace is counted whenever it may load (bf16 activations, not VT_CUDA_CUBLASLT=0): at most
   // 32 MiB too many, on a machine without the library.

@@ -38,6 +38,10 @@ class CudaDeviceHold {
   int device_ = 0;
 };
 
+// Blocks per chunk of a growing KV pool (cuda::kv_chunk_blocks): the fewest blocks whose bytes in one plane are a
+// whole number of granules.
+int32_t kv_chunk_blocks(int64_t plane_block_bytes, int64_t granularity);
+
 // The device workspaces and page-locked host bytes an engine with this plan allocates
 // (CudaDecoder::plan_workspace, on a GPU of sm_count multiprocessors; cuBLASLt's workspace whenever it may load).
 struct CudaSizes {
