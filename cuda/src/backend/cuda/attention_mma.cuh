@@ -24,33 +24,9 @@
 #pragma once
 
 #include "common.cuh"
+#include "tensor_core.cuh"
 
 namespace vtk {
-
-__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                               uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-// Transposes the 8x8 bf16 tile whose fragment (row lane / 4, columns 2 * (lane % 4) + {0, 1}) each lane holds.
-__device__ __forceinline__ uint32_t transpose_8x8(uint32_t x) {
-  uint32_t y;
-  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(y) : "r"(x));
-  return y;
-}
-
-// (lo, hi) rounded to nearest-even bf16, lo in the low half (the lower column of a fragment).
-__device__ __forceinline__ uint32_t bf16x2_from_f32(float lo, float hi) {
-  uint32_t r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-__device__ __forceinline__ float bf16x2_lo(uint32_t x) { return __uint_as_float(x << 16); }
-__device__ __forceinline__ float bf16x2_hi(uint32_t x) { return __uint_as_float(x & 0xffff0000u); }
 
 // Key p's row of kv head (kv_off) in a paged cache, in elements.
 __device__ __forceinline__ int64_t kv_row_offset(const int32_t *__restrict__ table, int block_size, int64_t slot_stride,

@@ -35,6 +35,7 @@
 #pragma once
 
 #include "common.cuh"
+#include "tensor_core.cuh"
 
 namespace vtk {
 
@@ -46,43 +47,6 @@ constexpr int kPrefillThreads = kPrefillWarps * 32;
 // Dynamic shared memory: K and V, two stages each, of kPrefillKeys rows of D + 8 bf16 (Q sits in K's second
 // stage until the first tile has been read, the output in K's first stage at the end).
 constexpr int prefill_smem_bytes(int D) { return 4 * kPrefillKeys * (D + 8) * 2; }
-
-__device__ __forceinline__ uint32_t smem_addr(const void *p) { return uint32_t(__cvta_generic_to_shared(p)); }
-
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-
-// The memory clobber keeps the compiler from moving a shared-memory read across the barriers around it.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr)
-               : "memory");
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr)
-               : "memory");
-}
-
-// d += a · b for one m16n8k16 tile (fragments as above).
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Two fp32 rounded to nearest-even bf16: lo in the low half (cvt puts its first source in the high half).
-__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-  uint32_t r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
 
 // 2^x; 2^-inf = +0, which is what masked keys and the first tile's rescale (m = -inf) rely on.
 __device__ __forceinline__ float exp2_approx(float x) {
@@ -240,9 +204,9 @@ __device__ __forceinline__ void attention_prefill_tile(const bf16 *__restrict__ 
 
 #pragma unroll
     for (int kc = 0; kc < kPrefillKeys / 16; ++kc) {
-      const uint32_t pa[4] = {pack_bf16x2(sc[2 * kc][0], sc[2 * kc][1]), pack_bf16x2(sc[2 * kc][2], sc[2 * kc][3]),
-                              pack_bf16x2(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
-                              pack_bf16x2(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
+      const uint32_t pa[4] = {bf16x2_from_f32(sc[2 * kc][0], sc[2 * kc][1]), bf16x2_from_f32(sc[2 * kc][2], sc[2 * kc][3]),
+                              bf16x2_from_f32(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
+                              bf16x2_from_f32(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
 #pragma unroll
       for (int dp = 0; dp < D / 16; ++dp) {
         uint32_t b[4];  // keys 16kc + (0-7 | 8-15) x dims 16dp + (0-7 | 8-15), transposed
@@ -264,9 +228,9 @@ __device__ __forceinline__ void attention_prefill_tile(const bf16 *__restrict__ 
   bf16 *const so = sk + 16 * warp * kStride;  // this warp's 16 rows
 #pragma unroll
   for (int i = 0; i < D / 8; ++i) {
-    *reinterpret_cast<uint32_t *>(so + g * kStride + 8 * i + 2 * t) = pack_bf16x2(o[i][0] * inv0, o[i][1] * inv0);
+    *reinterpret_cast<uint32_t *>(so + g * kStride + 8 * i + 2 * t) = bf16x2_from_f32(o[i][0] * inv0, o[i][1] * inv0);
     *reinterpret_cast<uint32_t *>(so + (g + 8) * kStride + 8 * i + 2 * t) =
-        pack_bf16x2(o[i][2] * inv1, o[i][3] * inv1);
+        bf16x2_from_f32(o[i][2] * inv1, o[i][3] * inv1);
   }
   __syncwarp();
   for (int i = lane; i < 16 * kChunks; i += 32) {
