@@ -51,6 +51,8 @@ prepare() {
   local ld=(-pthread -ldl -static-libstdc++ -static-libgcc -s)
   "$cxx" "${flags[@]}" test/native/test_cuda_ops.cpp test/native/cuda_ops/*.cpp "${objs[@]}" "${ld[@]}" -o "$out/test_cuda_ops"
   "$cxx" "${flags[@]}" bench/cuda-ops.cpp "${objs[@]}" "${ld[@]}" -o "$out/bench_cuda_ops"
+  # Our tensor-core GEMMs against cuBLASLt and the GEMV on the models' shapes, and the selection table they give.
+  "$cxx" "${flags[@]}" bench/cuda-gemm.cpp "${objs[@]}" "${ld[@]}" -o "$out/bench_cuda_gemm"
   # What a launch boundary costs against a grid barrier (bench/cuda-sync.cpp; run by hand).
   "$cxx" "${flags[@]}" bench/cuda-sync.cpp "${objs[@]}" "${ld[@]}" -o "$out/bench_cuda_sync"
   # nlohmann/json is header-only (third_party/): the binary carries it.

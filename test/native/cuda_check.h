@@ -224,6 +224,7 @@ inline std::string fmt(const char *f, ...) {
 // The checks, one family per file of test/native/cuda_ops/ (the driver's in test_cuda_ops.cpp).
 void test_driver(Env &env);
 void test_cublaslt(Env &env);
+void test_tensor_gemm(Env &env);
 void test_embed(Env &env, cuda::Ops &ops);
 void test_norms(Env &env, cuda::Ops &ops);
 void test_rope(Env &env, cuda::Ops &ops);

@@ -107,6 +107,7 @@ int main() {
     g_stream = stream.get();
     test_driver(env);
     test_cublaslt(env);
+    test_tensor_gemm(env);
     for (Act act : {Act::F32, Act::BF16}) {
       cuda::Ops ops(ctx, act);
       const int before = g_passed + g_failed;

@@ -1,0 +1,249 @@
+// The GEMM benchmark, and the measurement behind the selection table (cuda/src/backend/cuda/gemm_table.cpp): every
+// product of Qwen3-0.6B and Qwen3-8B (q|k|v, o, gate|up as the fused SwiGLU product, down, the lm_head's fp32
+// logits) at M = 1 ... 8,192 rows, timed through cuBLASLt (when the machine has it), the decode GEMV (M <= 16), and
+// each of our tensor-core tiles (gemm_mma / gemm_wgmma) with split-K off and at 1, 2 and 4 blocks per SM. The
+// weights rotate over >= 1 GiB of copies, so small-M products stream them from DRAM as a decode step does.
+//
+//   bench_cuda_gemm [--reps N] [--m 16,32,...] [--json FILE]
+//
+// Prints, per product and M: cuBLASLt, the GEMV, the table's choice and the best of ours (with its tile), in us,
+// TFLOP/s and weight GB/s, beside the device copy rate and the GPU's dense bf16 peak (the clocks and SMs the
+// driver reports x 1024 bf16 FMA per SM per clock on Hopper, 512 on Ampere / Ada / Blackwell consumer parts: a
+// datasheet figure, said as such). Then the table this GPU should use: per M bucket the tile (and split-K blocks
+// per SM) with the least total time over all the products, and the GEMV's row limit (the most rows at which the
+// GEMV's total is still the least), as C++ rules for gemm_table.cpp. SwiGLU: cuBLASLt's figure is its plain
+// product over gate|up plus our silu_mul, which is what the engine would otherwise run.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cublaslt.h"
+#include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/gemm_table.h"
+#include "backend/cuda/tensor_gemm.h"
+#include "bench_json.h"
+
+using namespace vt;
+using namespace vt::cuda;
+using Out = TensorGemm::Out;
+
+namespace {
+
+int g_reps = 30;
+
+void fill_random(Stream &s, DeviceBuffer &b, uint64_t seed) {
+  const size_t tile = std::min<size_t>(b.bytes(), 64u << 20) & ~size_t(1);
+  std::vector<uint16_t> host(tile / 2);
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (auto &h : host) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    const float f = float(int64_t(x >> 40) - (int64_t(1) << 23)) / float(1 << 23);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    h = uint16_t(u >> 16);
+  }
+  for (size_t off = 0; off < b.bytes(); off += tile) {
+    const size_t n = std::min(tile, b.bytes() - off);
+    b.upload(s.get(), host.data(), n, off);
+  }
+}
+
+// Median of the timed calls of fn(i), each between its own pair of events, after a warm-up; fewer repetitions for
+// long calls so one candidate costs at most ~60 ms.
+template <class F>
+double median_us(Stream &s, F fn) {
+  Event a, b;
+  a.record(s.get());
+  for (int i = 0; i < 3; ++i) fn(i);
+  b.record(s.get());
+  b.synchronize();
+  const double warm = 1e3 * Event::elapsed_ms(a, b) / 3;
+  const int reps = std::max(5, std::min(g_reps, int(60e3 / std::max(warm, 1.0))));
+  std::vector<Event> ev(size_t(2 * reps));
+  for (int i = 0; i < reps; ++i) {
+    ev[size_t(2 * i)].record(s.get());
+    fn(i);
+    ev[size_t(2 * i + 1)].record(s.get());
+  }
+  s.synchronize();
+  std::vector<double> t(static_cast<size_t>(reps));
+  for (int i = 0; i < reps; ++i) t[size_t(i)] = 1e3 * Event::elapsed_ms(ev[size_t(2 * i)], ev[size_t(2 * i + 1)]);
+  std::nth_element(t.begin(), t.begin() + reps / 2, t.end());
+  return t[size_t(reps / 2)];
+}
+
+struct Product {
+  const char *name;
+  int64_t K, N;
+  Out out;
+};
+// N is the weight's rows (gate|up: 2I).
+const Product kProducts[] = {
+    {"0.6B qkv", 1024, 4096, Out::kBf16},       {"0.6B o_proj", 2048, 1024, Out::kBf16},
+    {"0.6B gate_up", 1024, 6144, Out::kSwiGLU}, {"0.6B down", 3072, 1024, Out::kBf16},
+    {"0.6B lm_head", 1024, 151936, Out::kF32},  {"8B qkv", 4096, 6144, Out::kBf16},
+    {"8B o_proj", 4096, 4096, Out::kBf16},      {"8B gate_up", 4096, 24576, Out::kSwiGLU},
+    {"8B down", 12288, 4096, Out::kBf16},       {"8B lm_head", 4096, 151936, Out::kF32},
+};
+
+struct Candidate {
+  int tile;
+  int blocks_per_sm;  // split-K target (0: none)
+  std::string label() const {
+    return std::string(TensorGemm::kTiles[tile].name) + (blocks_per_sm ? "/sk" + std::to_string(blocks_per_sm) : "");
+  }
+};
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  std::vector<int64_t> ms = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 8192};
+  std::string json_path;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = std::max(5, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--m") && i + 1 < argc) {
+      ms.clear();
+      for (char *p = std::strtok(argv[++i], ","); p; p = std::strtok(nullptr, ",")) ms.push_back(std::atoll(p));
+    }
+  }
+  const auto avail = cuda_available();
+  if (!avail.ok) {
+    std::printf("skipped: %s\n", avail.reason.c_str());
+    return 0;
+  }
+  try {
+    Context ctx;
+    Stream s;
+    Ops ops(ctx, Act::BF16);
+    TensorGemm gemm(ctx, s.get());
+    if (!gemm.available()) throw std::runtime_error(gemm.reason());
+    CublasLt lt(ctx);
+    int clock_khz = 0;
+    driver().cuDeviceGetAttribute(&clock_khz, 13 /* CU_DEVICE_ATTRIBUTE_CLOCK_RATE */, ctx.device());
+    const double fma_per_clk = ctx.compute_capability() == 90 || ctx.compute_capability() == 100 ? 1024 : 512;
+    const double peak_tflops = 2 * fma_per_clk * ctx.sm_count() * clock_khz * 1e3 * 1e-12;
+    // The copy rate, the bandwidth ceiling of the small-M products
+    double copy_gbs = 0;
+    {
+      DeviceBuffer a(size_t(1) << 30), b(size_t(1) << 30);
+      a.fill_bytes(s.get(), 0x5a);
+      const double us = median_us(s, [&](int) {
+        check(driver().cuMemcpyDtoDAsync(b.ptr(), a.ptr(), a.bytes(), s.get()), "cuMemcpyDtoDAsync");
+      });
+      copy_gbs = 2.0 * double(a.bytes()) / us * 1e-3;
+    }
+    const GemmTable &table = gemm_table(ctx.compute_capability(), gemm.has_wgmma());
+    std::printf("cuda-gemm bench: %s (cc %d, %d SMs, %d MHz), driver %d; device copy %.0f GB/s; dense bf16 peak %.0f "
+                "TFLOP/s (datasheet rate x clock); cuBLASLt %s; table: %s\n",
+                ctx.name().c_str(), ctx.compute_capability(), ctx.sm_count(), clock_khz / 1000, avail.driver_version,
+                copy_gbs, peak_tflops, lt.available() ? lt.library().c_str() : lt.reason().c_str(), table.family);
+
+    std::vector<Candidate> cands;
+    for (int t = 0; t < TensorGemm::kTileCount; ++t) {
+      if (TensorGemm::kTiles[t].wgmma && !gemm.has_wgmma()) continue;
+      cands.push_back({t, 0});
+      if (!TensorGemm::kTiles[t].wgmma)
+        for (int b : {1, 2, 4}) cands.push_back({t, b});
+    }
+    // time[m][candidate label] summed over the products, for the table
+    std::map<int64_t, std::map<std::string, double>> totals;
+    std::map<int64_t, double> gemv_total;
+    std::map<int64_t, int> gemv_count;
+    nlohmann::json rows = nlohmann::json::array();
+    std::printf("\n%-14s %6s %10s %10s %10s %-22s %10s %-22s %8s %8s %8s\n", "product", "M", "cuBLASLt", "gemv",
+                "table", "(its tile)", "best", "(tile)", "best/Lt", "TFLOP/s", "GB/s w");
+    for (const Product &p : kProducts) {
+      const size_t wbytes = size_t(p.N * p.K * 2);
+      const int copies = int(std::max<size_t>(1, (size_t(1) << 30) / wbytes + 1));
+      std::vector<DeviceBuffer> w;
+      for (int c = 0; c < copies; ++c) {
+        w.emplace_back(wbytes);
+        fill_random(s, w.back(), uint64_t(c + 1));
+      }
+      const int64_t out_n = p.out == Out::kSwiGLU ? p.N / 2 : p.N;
+      for (int64_t M : ms) {
+        if (p.out == Out::kF32 && M > 256) continue;  // (logits are taken for a step's last rows only)
+        DeviceBuffer x(size_t(M * p.K * 2)), y(size_t(M * p.N * 4)), gu(size_t(M * p.N * 2));
+        fill_random(s, x, 99);
+        auto wp = [&](int i) { return w[size_t(i % copies)].ptr(); };
+        const bool y_f32 = p.out == Out::kF32;
+        double lt_us = NAN, gemv_us = NAN;
+        if (lt.available())
+          lt_us = median_us(s, [&](int i) {
+            if (p.out == Out::kSwiGLU) {
+              lt.matmul(s.get(), x.ptr(), M, p.K, wp(i), p.N, gu.ptr(), false);
+              ops.silu_mul(s.get(), gu.ptr(), gu.ptr() + CUdeviceptr(out_n * 2), M, out_n, p.N, y.ptr());
+            } else {
+              lt.matmul(s.get(), x.ptr(), M, p.K, wp(i), p.N, y.ptr(), y_f32);
+            }
+          });
+        if (M <= 16)
+          gemv_us = median_us(s, [&](int i) {
+            if (p.out == Out::kSwiGLU) ops.gemv_swiglu(s.get(), x.ptr(), M, p.K, wp(i), out_n, y.ptr());
+            else ops.gemv(s.get(), x.ptr(), M, p.K, wp(i), p.N, 0, y.ptr(), y_f32);
+          });
+        if (!std::isnan(gemv_us)) gemv_total[M] += gemv_us, gemv_count[M]++;
+        double best = INFINITY;
+        std::string best_label;
+        nlohmann::json tiles = nlohmann::json::object();
+        for (const Candidate &c : cands) {
+          const auto &t = TensorGemm::kTiles[c.tile];
+          // (tiles far from this M: a 128-row tile on a decode batch, a 16-row one on a long prompt)
+          if ((M <= 32 && t.bm >= 128) || (M >= 1024 && t.bm <= 32)) continue;
+          const TensorGemm::Choice ch = gemm.with_splits(c.tile, M, p.N, p.K, p.out, c.blocks_per_sm * ctx.sm_count());
+          if (c.blocks_per_sm && ch.splits == 1) continue;  // the same launch as no split
+          const double us = median_us(s, [&](int i) { gemm.run(s.get(), x.ptr(), M, p.K, wp(i), p.N, 0, y.ptr(), p.out, ch); });
+          tiles[c.label()] = us;
+          totals[M][c.label()] += us;
+          if (us < best) best = us, best_label = c.label();
+        }
+        const TensorGemm::Choice chosen = gemm.choose(M, p.N, p.K, p.out);
+        const double table_us = median_us(s, [&](int i) { gemm.run(s.get(), x.ptr(), M, p.K, wp(i), p.N, 0, y.ptr(), p.out); });
+        const std::string table_label = std::string(TensorGemm::kTiles[chosen.tile].name) +
+                                        (chosen.splits > 1 ? "/x" + std::to_string(chosen.splits) : "");
+        const double flops = 2.0 * double(M) * double(p.N) * double(p.K);
+        std::printf("%-14s %6lld %10.1f %10.1f %10.1f %-22s %10.1f %-22s %8.3f %8.1f %8.0f\n", p.name, (long long)M,
+                    lt_us, gemv_us, table_us, table_label.c_str(), best, best_label.c_str(), lt_us / best,
+                    flops / best * 1e-6, double(wbytes) / best * 1e-3);
+        std::fflush(stdout);
+        rows.push_back({{"product", p.name}, {"M", M}, {"K", p.K}, {"N", p.N}, {"out", out_name(p.out)},
+                        {"cublaslt_us", std::isnan(lt_us) ? nlohmann::json() : nlohmann::json(lt_us)},
+                        {"gemv_us", std::isnan(gemv_us) ? nlohmann::json() : nlohmann::json(gemv_us)},
+                        {"table_us", table_us}, {"table_tile", table_label}, {"tiles", tiles}});
+      }
+    }
+
+    // The table: per M, the candidate with the least total time over the products (and the GEMV's rows).
+    std::printf("\n// bench_cuda_gemm on %s (cc %d), %s: per M the least total time over the products above\n",
+                ctx.name().c_str(), ctx.compute_capability(), bench_date().c_str());
+    int64_t gemv_rows = 0;
+    for (int64_t M : ms) {
+      if (totals[M].empty()) continue;
+      auto best = std::min_element(totals[M].begin(), totals[M].end(),
+                                   [](const auto &a, const auto &b) { return a.second < b.second; });
+      const bool gemv_wins = gemv_count[M] > 0 && gemv_total[M] <= best->second;
+      if (gemv_wins && (gemv_rows == M / 2 || M == 1 || gemv_rows == 0)) gemv_rows = M;
+      std::printf("//   M %5lld: %-22s %10.1f us total%s\n", (long long)M, best->first.c_str(), best->second,
+                  gemv_count[M] ? (std::string(", gemv ") + std::to_string(gemv_total[M]) + " us").c_str() : "");
+    }
+    std::printf("// gemv_rows %lld\n", (long long)gemv_rows);
+    if (!json_path.empty()) {
+      nlohmann::json j = {{"meta", bench_meta()}, {"date", bench_date()}, {"gpu", ctx.name()},
+                          {"cc", ctx.compute_capability()}, {"copy_gbs", copy_gbs}, {"peak_tflops", peak_tflops},
+                          {"cublaslt", lt.available() ? lt.library() : ""}, {"rows", rows}};
+      std::ofstream(json_path) << j.dump(1) << "\n";
+    }
+  } catch (const std::exception &e) {
+    std::printf("bench failed: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,263 @@
+// Tensor-core GEMM on Hopper's warpgroup instructions (sm_90a only: wgmma, TMA, mbarrier), for prefill-sized
+// products: y(M, N) = x(M, K) · w(N, K)ᵀ with gemm_mma.cuh's contract and epilogues (bf16 or fp32 y with an fp32
+// bias, or SwiGLU over a gate|up weight), K % 8 == 0, x and w 16-byte aligned (the tensor maps' rule).
+//
+// Structure: a persistent grid (one block per SM, each taking tiles blockIdx.x, + gridDim.x, ...; the tiles of one
+// column of y after each other, so a wave shares the weight tiles in L2) of 1 + BM / 64 warpgroups:
+//   - warpgroup 0 is the producer: one thread issues the TMA copies of x's (BM x 64) and w's (BN x 64) slices into
+//     ST stages of shared memory, 128-byte swizzled, each completing on the stage's `full` mbarrier, and waits on
+//     the stage's `empty` mbarrier before refilling it; it runs ahead into the next tile while the consumers store;
+//   - each consumer warpgroup multiplies its 64 rows against the BN columns with wgmma m64nBNk16 (A and B from
+//     shared memory through descriptors), one commit group per stage, keeping one group in flight: a stage is
+//     released once the group after it has been issued and the one reading it has completed;
+//   - the epilogue stores straight from the accumulators (fragment rows g and g + 8 of each warp's 16, column
+//     pairs 2t, 2t + 1 of each n8 block), as gemm_mma.cuh does.
+// With two consumers the producer gives registers to them (setmaxnreg: 40 and 232), so the 128 fp32 accumulators
+// of BN = 256 fit without spilling. Rows and columns past the edges: TMA fills zeros, the stores skip them.
+// SwiGLU: the stage's B tile is two TMA boxes, BN / 2 gate rows and the same BN / 2 up rows, so a thread holds
+// the gate sum of an output in n8 block j and its up sum in block j + BN / 16.
+#pragma once
+
+#include "common.cuh"
+#include "gemm_mma.cuh"  // store_pair
+#include "tensor_core.cuh"
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define VT_SM90A 1
+#else
+#define VT_SM90A 0
+#endif
+
+namespace vtk {
+
+// A CUtensorMap (driver.h), passed by value as a __grid_constant__ parameter: TMA reads it from parameter memory.
+struct alignas(64) TmaDesc {
+  unsigned long long q[16];
+};
+
+template <int BM_, int BN_, int ST_>
+struct WgTile {
+  static constexpr int BM = BM_, BN = BN_, BK = 64, ST = ST_;
+  static constexpr int kConsumers = BM / 64;
+  static constexpr int kThreads = (kConsumers + 1) * 128;
+  static constexpr int kABytes = BM * BK * 2, kBBytes = BN * BK * 2, kStageBytes = kABytes + kBBytes;
+  // the stages, their 2 ST barriers, and the slack to align the first stage to 1024 bytes (the swizzle atom)
+  static constexpr int kSmemBytes = ST * kStageBytes + 2 * ST * 8 + 1024;
+  static_assert(BM % 64 == 0 && BM <= 128 && (BN == 128 || BN == 256), "tile geometry");
+};
+
+#if VT_SM90A
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred p;\nWAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra WAIT_%=;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+// A (64-element, rows) box of the tensor `map` at (k, row) into dst, completing `bytes` on bar.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const TmaDesc *map, uint32_t bar, int k, int row) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(k), "r"(row), "r"(bar)
+      : "memory");
+}
+// The shared-memory matrix descriptor of a K-major tile of 128-byte rows, 128-byte swizzled (as TMA wrote it): rows
+// 8 apart are 1024 bytes apart; the start moves by 32 bytes per 16-element k step inside the swizzle atom.
+__device__ __forceinline__ uint64_t desc_sw128(uint32_t addr) {
+  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+// Keeps the compiler from touching an accumulator between the asynchronous product and its wait.
+template <int R>
+__device__ __forceinline__ void fence_regs(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// wgmma m64nNk16, bf16 inputs, fp32 accumulators d (N / 2 per thread) += A (desc_a) · B (desc_b), both K-major.
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(1));
+}
+
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(desc_a), "l"(desc_b), "r"(1));
+}
+
+template <int BN>
+__device__ __forceinline__ void wgmma_bn(float (&d)[BN / 2], uint64_t a, uint64_t b) {
+  if constexpr (BN == 256) wgmma_m64n256k16(d, a, b);
+  else wgmma_m64n128k16(d, a, b);
+}
+#endif  // VT_SM90A
+
+template <class C, class Y, bool kSwiGLU>
+__device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb, const float *__restrict__ bias,
+                                           Y *__restrict__ y, int M, int N, int K) {
+#if VT_SM90A
+  extern __shared__ uint8_t wg_smem[];
+  const uint32_t raw = smem_addr(wg_smem), base = (raw + 1023u) & ~1023u;
+  const uint32_t full0 = base + C::ST * C::kStageBytes, empty0 = full0 + C::ST * 8;
+  const int wg = threadIdx.x / 128;
+  const int out_n = kSwiGLU ? N / 2 : N, tile_n = kSwiGLU ? C::BN / 2 : C::BN;
+  const int tiles_m = (M + C::BM - 1) / C::BM, tiles_n = (out_n + tile_n - 1) / tile_n;
+  const int n_tiles = tiles_m * tiles_n, nkb = (K + C::BK - 1) / C::BK;
+  auto a_stage = [&](int s) { return base + uint32_t(s * C::kABytes); };
+  auto b_stage = [&](int s) { return base + uint32_t(C::ST * C::kABytes + s * C::kBBytes); };
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < C::ST; ++s) mbar_init(full0 + 8 * s, 1), mbar_init(empty0 + 8 * s, C::kConsumers * 4);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    if constexpr (C::kConsumers == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (threadIdx.x == 0) {
+      asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&ta)) : "memory");
+      asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&tb)) : "memory");
+      int it = 0;
+      for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+        const int row0 = (tile % tiles_m) * C::BM, col0 = (tile / tiles_m) * tile_n;
+        for (int kb = 0; kb < nkb; ++kb, ++it) {
+          const int s = it % C::ST;
+          const uint32_t full = full0 + 8 * s;
+          mbar_wait(empty0 + 8 * s, ((it / C::ST) & 1) ^ 1);
+          mbar_expect_tx(full, C::kStageBytes);
+          tma_load_2d(a_stage(s), &ta, full, kb * C::BK, row0);
+          if constexpr (kSwiGLU) {
+            tma_load_2d(b_stage(s), &tb, full, kb * C::BK, col0);
+            tma_load_2d(b_stage(s) + C::kBBytes / 2, &tb, full, kb * C::BK, N / 2 + col0);
+          } else {
+            tma_load_2d(b_stage(s), &tb, full, kb * C::BK, col0);
+          }
+        }
+      }
+    }
+    return;
+  }
+  if constexpr (C::kConsumers == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+  const int c = wg - 1, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  float acc[C::BN / 2];
+  int it = 0;
+  for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+    const int row0 = (tile % tiles_m) * C::BM, col0 = (tile / tiles_m) * tile_n;
+#pragma unroll
+    for (int i = 0; i < C::BN / 2; ++i) acc[i] = 0.f;
+    int prev = 0;
+    for (int kb = 0; kb < nkb; ++kb, ++it) {
+      const int s = it % C::ST;
+      mbar_wait(full0 + 8 * s, (it / C::ST) & 1);
+      wgmma_fence();
+      const uint32_t a = a_stage(s) + uint32_t(c * 64 * 128), b = b_stage(s);
+#pragma unroll
+      for (int kk = 0; kk < C::BK / 16; ++kk) wgmma_bn<C::BN>(acc, desc_sw128(a + 32 * kk), desc_sw128(b + 32 * kk));
+      wgmma_commit();
+      if (kb > 0) {
+        wgmma_wait<1>();
+        if (lane == 0) mbar_arrive(empty0 + 8 * prev);
+      }
+      prev = s;
+    }
+    wgmma_wait<0>();
+    fence_regs(acc);
+    if (lane == 0 && nkb > 0) mbar_arrive(empty0 + 8 * prev);
+
+    const int r0 = row0 + c * 64 + warp * 16 + g;
+    if constexpr (kSwiGLU) {
+      const int I = N / 2;
+#pragma unroll
+      for (int j = 0; j < C::BN / 16; ++j) {
+        const int col = col0 + 8 * j + 2 * t;
+        if (col >= I) continue;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = r0 + 8 * h;
+          if (row >= M) continue;
+          float v[2];
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const float gate = acc[4 * j + 2 * h + e], up = acc[4 * (j + C::BN / 16) + 2 * h + e];
+            v[e] = gate / (1.f + __expf(-gate)) * up;
+          }
+          store_pair(y, (long long)row * I + col, col + 1 < I, (I & 1) == 0 && col + 1 < I, v[0], v[1]);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < C::BN / 8; ++j) {
+        const int col = col0 + 8 * j + 2 * t;
+        if (col >= N) continue;
+        const float b0 = bias ? bias[col] : 0.f, b1 = bias && col + 1 < N ? bias[col + 1] : 0.f;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = r0 + 8 * h;
+          if (row < M)
+            store_pair(y, (long long)row * N + col, col + 1 < N, (N & 1) == 0 && col + 1 < N, acc[4 * j + 2 * h] + b0,
+                       acc[4 * j + 2 * h + 1] + b1);
+        }
+      }
+    }
+  }
+#endif  // VT_SM90A
+}
+
+}  // namespace vtk
