@@ -39,7 +39,7 @@ bool flag(const char *name, bool dflt) {
 
 // The variables the engine reads; any other VT_CUDA_* / VT_CPU_* is named once (mostly the null controls of
 // settled A/B tests, deleted with their figures kept in bench/RESULTS.md).
-constexpr const char *kKnown[] = {"VT_CUDA_CUBLASLT", "VT_CUDA_SAMPLE",  "VT_CUDA_PENALTIES", "VT_CUDA_ATTN",
+constexpr const char *kKnown[] = {"VT_CUDA_CUBLASLT", "VT_CUDA_GEMM", "VT_CUDA_SAMPLE",  "VT_CUDA_PENALTIES", "VT_CUDA_ATTN",
                                   "VT_CUDA_SUBLAYER_F32", "VT_CUDA_SPLIT_KEYS", "VT_CUDA_SKIP",  "VT_CUDA_REPLAY",
                                   "VT_CPU_ISA",      "VT_CPU_SPIN_US",    "VT_CPU_KC"};
 
@@ -89,6 +89,10 @@ Tuning tuning_from_env() {
   Tuning t;
   CudaTuning &c = t.cuda;
   c.cublaslt = flag("VT_CUDA_CUBLASLT", true);
+  if (const char *v = env("VT_CUDA_GEMM"); v && *v) {
+    if (!std::strcmp(v, "cublaslt")) c.gemm = v;
+    else say_once(std::string("VT_CUDA_GEMM=") + v + " is not cublaslt; ignored");
+  }
   c.sample_on_device = flag("VT_CUDA_SAMPLE", true);
   // The device applies penalties only where it samples.
   c.penalties_on_device = flag("VT_CUDA_PENALTIES", true) && c.sample_on_device;
@@ -105,7 +109,8 @@ Tuning tuning_from_env() {
   if (const char *v = experiment("VT_CUDA_SKIP")) c.skip = parse_skip(v);
   if (const char *v = experiment("VT_CUDA_REPLAY")) c.replays = std::clamp(std::atoi(v), 1, 16);
 
-  if (!c.cublaslt) say_once("VT_CUDA_CUBLASLT=0: the engine's own GEMM kernels only");
+  if (!c.cublaslt) say_once("VT_CUDA_CUBLASLT=0: cuBLASLt is never loaded");
+  if (!c.gemm.empty()) say_once("VT_CUDA_GEMM=cublaslt: cuBLASLt serves the products it can take (the A/B baseline)");
   if (!c.sample_on_device) say_once("VT_CUDA_SAMPLE=0: sampled rows go to the host sampler");
   else if (!c.penalties_on_device) say_once("VT_CUDA_PENALTIES=0: rows with penalties or a logit bias go to the host sampler");
   if (c.sublayer_f32) say_once("VT_CUDA_SUBLAYER_F32=1: o/down outputs in fp32 (debugging)");

@@ -32,7 +32,11 @@ struct CudaOpsTuning {
 struct CudaTuning {
   CudaOpsTuning ops;
   bool pdl = true;                  // programmatic dependent launch where the GPU has it (sm_90+)
-  bool cublaslt = true;             // VT_CUDA_CUBLASLT=0: the engine's own GEMM kernels only
+  bool cublaslt = true;             // VT_CUDA_CUBLASLT=0: cuBLASLt is never loaded
+  // VT_CUDA_GEMM=cublaslt: cuBLASLt serves the products it can take and the GEMV the rows it did before our
+  // tensor-core GEMMs (the A/B baseline of issue 30); "" (the product): our GEMMs, cuBLASLt not even loaded
+  // unless this build's kernel image lacks them.
+  std::string gemm;
   bool sample_on_device = true;     // VT_CUDA_SAMPLE=0: sampled rows picked by the host sampler
   bool penalties_on_device = true;  // VT_CUDA_PENALTIES=0: rows with penalties or a logit bias sampled on the host
   std::string attention;            // VT_CUDA_ATTN=simple|noprefill (debugging); "" = the product's choice

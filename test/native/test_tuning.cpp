@@ -12,7 +12,7 @@
 
 namespace {
 
-const char *const kAll[] = {"VT_CUDA_CUBLASLT", "VT_CUDA_SAMPLE", "VT_CUDA_PENALTIES", "VT_CUDA_ATTN",
+const char *const kAll[] = {"VT_CUDA_CUBLASLT", "VT_CUDA_GEMM", "VT_CUDA_SAMPLE", "VT_CUDA_PENALTIES", "VT_CUDA_ATTN",
                             "VT_CUDA_SUBLAYER_F32", "VT_CUDA_SPLIT_KEYS", "VT_CUDA_SKIP", "VT_CUDA_REPLAY",
                             "VT_CPU_OVERLAP", "VT_CUDA_FUSED_NORM", "VT_CUDA_OVERLAP", "VT_CUDA_PDL",
                             "VT_CUDA_EARLY_LOADS", "VT_CUDA_ARGMAX_PARTS", "VT_CUDA_ATTN_CLUSTER"};
@@ -23,7 +23,7 @@ void clear() {
 
 bool is_default(const vt::Tuning &t) {
   const vt::Tuning d;
-  return t.cuda.cublaslt == d.cuda.cublaslt && t.cuda.sample_on_device == d.cuda.sample_on_device &&
+  return t.cuda.cublaslt == d.cuda.cublaslt && t.cuda.gemm == d.cuda.gemm && t.cuda.sample_on_device == d.cuda.sample_on_device &&
          t.cuda.penalties_on_device == d.cuda.penalties_on_device && t.cuda.attention == d.cuda.attention &&
          t.cuda.sublayer_f32 == d.cuda.sublayer_f32 && t.cuda.skip == d.cuda.skip && t.cuda.replays == d.cuda.replays &&
          t.cuda.pdl == d.cuda.pdl && t.cuda.ops.early_loads == d.cuda.ops.early_loads &&
@@ -40,6 +40,7 @@ int main() {
     CHECK(is_default(t));
     CHECK(t.cuda.cublaslt && t.cuda.sample_on_device && t.cuda.penalties_on_device && t.cuda.pdl);
     CHECK(t.cuda.attention.empty() && !t.cuda.sublayer_f32 && t.cuda.skip == 0 && t.cuda.replays == 1);
+    CHECK(t.cuda.gemm.empty());  // our tensor-core GEMMs
     CHECK(t.cuda.ops.early_loads && t.cuda.ops.attention_cluster && t.cuda.ops.argmax_parts);
     CHECK(t.cuda.ops.split_keys == 64);
   }
@@ -47,12 +48,19 @@ int main() {
     setenv("VT_CUDA_CUBLASLT", "0", 1);
     setenv("VT_CUDA_SUBLAYER_F32", "1", 1);
     setenv("VT_CUDA_ATTN", "noprefill", 1);
+    setenv("VT_CUDA_GEMM", "cublaslt", 1);
     setenv("VT_CPU_OVERLAP", "1", 1);  // gone (test/native/test_engine_overlap.cpp's fake decoder): named, not read
     const vt::Tuning t = vt::tuning_from_env();
     CHECK(!t.cuda.cublaslt);
     CHECK(t.cuda.sublayer_f32);
     CHECK(t.cuda.attention == "noprefill");
+    CHECK(t.cuda.gemm == "cublaslt");
     CHECK(t.cuda.sample_on_device && t.cuda.penalties_on_device);
+    clear();
+  }
+  {  // a value VT_CUDA_GEMM does not know is ignored
+    setenv("VT_CUDA_GEMM", "tiled", 1);
+    CHECK(vt::tuning_from_env().cuda.gemm.empty());
     clear();
   }
   {  // penalties on the device only where the device samples

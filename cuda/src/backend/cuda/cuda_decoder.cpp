@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "backend/cuda/gemm_table.h"
 #include "status.h"
 
 namespace vt {
@@ -55,10 +56,10 @@ bool CudaDecoder::processors_on_device(const ModelConfig &c, const CudaTuning &t
 
 namespace {
 
-CudaModelOps::Params model_ops_params(const CudaDecoderParams &p, int32_t attn_rows, bool with_blas) {
+CudaModelOps::Params model_ops_params(const CudaDecoderParams &p, int32_t attn_rows, int32_t gemv_rows) {
   CudaModelOps::Params mp;
   mp.act = p.act, mp.max_tokens = p.max_tokens, mp.attn_rows = attn_rows, mp.max_context = std::max(p.max_context, 1);
-  mp.blas = with_blas, mp.tuning = p.tuning;
+  mp.gemv_rows = gemv_rows, mp.tuning = p.tuning;
   return mp;
 }
 
@@ -76,20 +77,21 @@ CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const C
   // The model's activations and the ops' scratch: the model declared over a sizing CudaModelOps.
   const ModelEntry &entry = model_entry(c);
   const Weights shapes = entry.weight_shapes(c);
-  CudaModelOps sizing(c, model_ops_params(p, ws.attn_rows, with_blas), sm_count);
+  CudaModelOps sizing(c, model_ops_params(p, ws.attn_rows, 8), sm_count);
   const std::unique_ptr<Model> model = entry.make(c, shapes, sizing);
   // The step's integers (meta_layout) at their largest: T rows, S sequences, 4 (T + S) prefill tiles.
   ws.meta_elems = meta_layout(size_t(R), size_t(T), size_t(S), size_t(ws.table_width)).tiles + size_t(4 * (T + S));
   // Every buffer the constructor allocates besides the model's (scratch() and the rest): the gathered lm_head rows
-  // (fp32, and in the activation type for cuBLASLt), logits, greedy ids and logprobs; the sampled rows' parameters
+  // (fp32, and in the activation type for the GEMMs), logits, greedy ids and logprobs; the sampled rows' parameters
   // and top logprobs; the logits processors' staging (processors_on_device); the step's integers and the row list;
-  // cuBLASLt's workspace.
+  // cuBLASLt's workspace (when it loads) and our GEMMs' split-K workspace (bf16 activations).
   const bool processors = processors_on_device(c, p.tuning);
   const auto buf = [](int64_t bytes) { return std::max<int64_t>(bytes, 16); };  // scratch()'s least
   ws.total = sizing.workspace_bytes() + buf(4 * R * H) + buf(as * R * H) + buf(R * V * 4) + 2 * buf(4 * R) +
              buf(int64_t(sizeof(cuda::SampleRow)) * R) + 2 * buf(4 * kMaxTopLogprobs * R) +
              (processors ? buf(int64_t(kProcBytes)) : 0) + int64_t(ws.meta_elems) * 4 + 4 * R +
-             (with_blas ? int64_t(cuda::CublasLt::kWorkspaceBytes) : 0);
+             (with_blas ? int64_t(cuda::CublasLt::kWorkspaceBytes) : 0) +
+             (p.act == cuda::Act::BF16 ? cuda::TensorGemm::kWorkspaceBytes : 0);
   // Page-locked host memory, as the constructor allocates it: the logits processors' staging, the step's
   // integers, the greedy ids and logprobs, the sampled rows' parameters and results, a chained sampled step's
   // parameters (two slots; counted whether or not the engine chains sampled steps).
@@ -112,10 +114,18 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // Sampled rows are picked on the GPU; VT_CUDA_SAMPLE=0 sends their logits to the host sampler instead.
   sample_on_device_ = t.sample_on_device && c_.vocab_size <= cuda::Ops::kSampleMaxVocab;
   const bool penalties_on_device = processors_on_device(c_, t);
-  if (p.act == cuda::Act::BF16 && t.cublaslt) {  // (VT_CUDA_CUBLASLT=0: own GEMM kernels only)
+  if (p.act == cuda::Act::BF16) {  // our tensor-core GEMMs; cuBLASLt only as the A/B's baseline or without them
+    gemm_ = std::make_unique<cuda::TensorGemm>(*ctx_, stream_->get());
+    if (!gemm_->available()) gemm_.reset();
+  }
+  if (p.act == cuda::Act::BF16 && t.cublaslt && (!gemm_ || t.gemm == "cublaslt")) {
     blas_ = std::make_unique<cuda::CublasLt>(*ctx_);
     if (!blas_->available()) blas_.reset();
   }
+  // The GEMV's rows: the selection table's (measured with our GEMMs beyond it); 4 when cuBLASLt takes the rest.
+  const int32_t gemv_rows = blas_ && t.gemm == "cublaslt" ? 4
+                          : gemm_ ? cuda::gemm_table(ctx_->compute_capability(), gemm_->has_wgmma()).gemv_rows
+                                  : 8;
 
   const size_t as = cuda::act_size(p.act);
   const int64_t T = p.max_tokens, H = c_.hidden_size, V = c_.vocab_size;
@@ -156,8 +166,9 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   const int total_mib = int(std::max<int64_t>(w.bytes >> 20, 1));
   if (progress)
     up.uploaded = [&](int64_t bytes) { progress("weights", int(std::min<int64_t>(bytes >> 20, total_mib)), total_mib); };
-  mops_ = std::make_unique<CudaModelOps>(c_, model_ops_params(p, attn_rows_, blas_ != nullptr), *ctx_, *ops_,
-                                         blas_.get(), stream_->get());
+  mops_ = std::make_unique<CudaModelOps>(c_, model_ops_params(p, attn_rows_, gemv_rows), *ctx_, *ops_,
+                                         t.gemm == "cublaslt" && blas_ ? nullptr : gemm_.get(), blas_.get(),
+                                         stream_->get());
   mops_->set_upload(&up);
   model_ = (make ? make : model_entry(c_).make)(c_, w, *mops_);
   mops_->set_upload(nullptr);
@@ -185,7 +196,8 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
     proc_pinned_ = cuda::PinnedBuffer(kProcBytes);
   }
   meta_buf_ = cuda::DeviceBuffer(meta_elems_ * 4);
-  workspace_bytes_ += int64_t(meta_buf_.bytes()) + (blas_ ? blas_->workspace_bytes() : 0);
+  workspace_bytes_ += int64_t(meta_buf_.bytes()) + (blas_ ? blas_->workspace_bytes() : 0) +
+                      (gemm_ ? gemm_->workspace_bytes() : 0);
   meta_pinned_ = cuda::PinnedBuffer(meta_elems_ * 4);
   staged_ = std::make_unique<cuda::Event>();
   for (auto &e : picked_) e = std::make_unique<cuda::Event>();
@@ -240,10 +252,10 @@ void CudaDecoder::head(CUdeviceptr rows, int32_t n, bool with_argmax, bool step)
   const CudaModelOps::DMatrix &lm = mops_->matrix(model_->head());
   const CudaModelOps::OutputRows out = mops_->output_rows(model_->output());
   // Gather the rows (the embedding kernel is a row gather). Up to gemv_rows_max() rows the GEMV reads the fp32
-  // rows; more go through cuBLASLt in bf16 (the lm_head is most of a large batch's arithmetic).
-  if (blas_ && n > mops_->gemv_rows_max() && lm.dtype == DType::BF16) {
+  // rows; more go through the tensor-core GEMMs in bf16 (the lm_head is most of a large batch's arithmetic).
+  if ((gemm_ || blas_) && n > mops_->gemv_rows_max() && lm.dtype == DType::BF16) {
     ops_->embed(s, out.f32, DType::F32, H, rows, n, last_act_, /*out_f32=*/false);
-    blas_->matmul(s, last_act_, n, H, lm.ptr, V, logits_, /*y_f32=*/true);
+    mops_->product(last_act_, n, lm, logits_, /*y_f32=*/true);
   } else if (step && out.lazy) {  // the final norm here, from the last kAddNorm's xw and partials
     ops_->gemv_norm_head(s, out.xw, out.norm_ss, H, c_.rms_norm_eps, lm.ptr, V, logits_, out.residual, out.norm,
                          out.f32);

@@ -23,6 +23,7 @@
 
 #include "backend/cuda/context.h"
 #include "backend/cuda/cublaslt.h"
+#include "backend/cuda/tensor_gemm.h"
 #include "backend/cuda/cuda_model_ops.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/graphs.h"
@@ -182,7 +183,8 @@ class CudaDecoder : public Decoder {
   std::unique_ptr<cuda::Stream> stream_;
   std::unique_ptr<cuda::Ops> ops_;
 
-  std::unique_ptr<cuda::CublasLt> blas_;    // null or unavailable: own kernels only
+  std::unique_ptr<cuda::TensorGemm> gemm_;  // our tensor-core GEMMs (bf16 activations; null without them)
+  std::unique_ptr<cuda::CublasLt> blas_;    // loaded only for VT_CUDA_GEMM=cublaslt or without gemm_
   std::unique_ptr<CudaModelOps> mops_;       // the weights, the activations, the ops
   std::unique_ptr<Model> model_;             // after mops_, which holds what it binds
   std::vector<cuda::DeviceBuffer> buffers_;  // the executor's buffers (scratch())

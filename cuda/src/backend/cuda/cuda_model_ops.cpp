@@ -24,7 +24,7 @@ void release_mapping(const Checkpoint &ck, const void *data, size_t bytes) {
 }  // namespace
 
 CudaModelOps::CudaModelOps(const ModelConfig &c, const Params &p, int sm_count) : c_(c), p_(p), sizing_(true) {
-  blas_rows_ = p.blas;
+  p_.gemv_rows = std::clamp<int32_t>(p.gemv_rows, 1, int32_t(kNormSsRows));
   as_ = cuda::act_size(p.act), ps_ = p.tuning.sublayer_f32 && p.act == cuda::Act::BF16 ? 4 : as_;
   // Split-K decode attention serves steps of up to attn_rows rows (every decode step); its partials are sized for
   // that many rows at the longest context, and the split count (so their size) depends on the rows: the largest
@@ -38,12 +38,11 @@ CudaModelOps::CudaModelOps(const ModelConfig &c, const Params &p, int sm_count) 
 }
 
 CudaModelOps::CudaModelOps(const ModelConfig &c, const Params &p, cuda::Context &ctx, cuda::Ops &ops,
-                           cuda::CublasLt *blas, CUstream stream)
+                           cuda::TensorGemm *gemm, cuda::CublasLt *blas, CUstream stream)
     : CudaModelOps(c, p, ctx.sm_count()) {
   // (the delegated constructor counted the attention partials; now allocate them for real)
   sizing_ = false, workspace_bytes_ = 0;
-  ctx_ = &ctx, ops_ = &ops, blas_ = blas, stream_ = stream;
-  blas_rows_ = blas != nullptr;
+  ctx_ = &ctx, ops_ = &ops, gemm_ = gemm && gemm->available() ? gemm : nullptr, blas_ = blas, stream_ = stream;
   attn_ws_ = alloc(attn_ws_bytes_);
   attn_tickets_ = alloc(attn_tickets_bytes_);
   // Zeroed once: the tickets must start at zero (every attention_decode call leaves them so).
@@ -244,8 +243,11 @@ void CudaModelOps::rmsnorm(Tensor x, Vector norm, Tensor out) {
 }
 
 void CudaModelOps::product(CUdeviceptr x, int32_t rows, const DMatrix &m, CUdeviceptr y, bool y_f32, bool x_f32) {
+  using Out = cuda::TensorGemm::Out;
   if (m.dtype == DType::BF16 && rows <= gemv_rows_max())
     ops_->gemv(stream_, x, rows, m.cols, m.ptr, m.rows, m.bias, y, y_f32, x_f32);
+  else if (gemm_ && m.dtype == DType::BF16 && !x_f32 && cuda::TensorGemm::fits(x, m.ptr, m.cols))
+    gemm_->run(stream_, x, rows, m.cols, m.ptr, m.rows, m.bias, y, y_f32 ? Out::kF32 : Out::kBf16);
   else if (blas_ && m.dtype == DType::BF16 && !m.bias && !x_f32)
     blas_->matmul(stream_, x, rows, m.cols, m.ptr, m.rows, y, y_f32);
   else
@@ -299,6 +301,8 @@ void CudaModelOps::linear(Tensor x, Linear wi, Tensor out, const Epilogue &e) {
       if (skips(kSkipMlp)) return;
       if (gemv && !m.bias) {
         ops_->gemv_swiglu(stream_, X.ptr, T, X.cols, m.ptr, I, Y.ptr);
+      } else if (gemm_ && !gemv && m.dtype == DType::BF16 && !m.bias && cuda::TensorGemm::fits(X.ptr, m.ptr, X.cols)) {
+        gemm_->run(stream_, X.ptr, T, X.cols, m.ptr, m.rows, 0, Y.ptr, cuda::TensorGemm::Out::kSwiGLU);
       } else {
         product(X.ptr, T, m, gate_up_);
         ops_->silu_mul(stream_, gate_up_, gate_up_ + CUdeviceptr(I * int64_t(as_)), T, I, 2 * I, Y.ptr);

@@ -4,9 +4,12 @@
 // runs the model's forward() over it, directly or while capturing a graph.
 //
 // How a linear runs is decided here, per layer and per step, from the weights' format and the step's rows:
-// bf16 weights and up to gemv_rows_max() rows take the decode GEMV (4 rows with cuBLASLt, 8 without: beyond, it
-// re-reads x per weight chunk and cuBLASLt streams the weights faster); bf16 with more rows cuBLASLt; anything
-// else the tiled GEMM. Where the GEMV runs, the epilogue is fused into it:
+// bf16 weights and up to gemv_rows_max() rows take the decode GEMV (the selection table's row limit, gemm_table.h);
+// more rows take our tensor-core GEMMs (TensorGemm: mma.sync tiles, wgmma on Hopper; the table's tile and split-K
+// for the rows), or cuBLASLt where ours are not there (an fp32-activations build has none); anything they cannot
+// take (other dtypes, K % 8 != 0, misaligned operands) the tiled GEMM. The GEMMs take the epilogue too: the bias,
+// the fp32 output, and SwiGLU (silu(gate) * up stored once, no gate|up buffer). Where the GEMV runs, the epilogue
+// is fused into it:
 //  - kAddNorm: Ops::gemv_residual adds the product into the fp32 residual and leaves the new rows times the next
 //    norm's weight in `out` and their partial sums of squares in norm_ss_: `out` is then *lazily normed*, and the
 //    next GEMV that reads it applies 1 / rms as it sums (Ops::gemv_norm, gemv_swiglu_norm, gemv_norm_rope), so no
@@ -34,6 +37,7 @@
 #include "backend/cuda/cublaslt.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/staged_upload.h"
+#include "backend/cuda/tensor_gemm.h"
 #include "loader/config.h"
 #include "loader/safetensors.h"
 #include "models/model_ops.h"
@@ -52,7 +56,7 @@ class CudaModelOps : public ModelOps {
     int32_t max_tokens = 0;   // rows of one step
     int32_t attn_rows = 0;    // rows up to which decode attention takes the split-K kernel (its partials' rows)
     int32_t max_context = 0;  // keys per sequence at most (sizes the split-K partials)
-    bool blas = false;        // cuBLASLt is there (decides gemv_rows_max; sizing has no library to ask)
+    int32_t gemv_rows = 8;    // products of up to this many rows take the GEMV (1 .. kNormSsRows)
     CudaTuning tuning;
   };
   // Sizing only (the memory plan, before any load): the same declarations, nothing allocated; workspace_bytes()
@@ -60,8 +64,9 @@ class CudaModelOps : public ModelOps {
   CudaModelOps(const ModelConfig &c, const Params &p, int sm_count);
   // An engine's: allocates on ctx's device, launches on `stream`. Weights bound while `upload` is set (set_upload)
   // go up through its stager and give back their checkpoint pages; otherwise by a plain copy.
-  CudaModelOps(const ModelConfig &c, const Params &p, cuda::Context &ctx, cuda::Ops &ops, cuda::CublasLt *blas,
-               CUstream stream);
+  // gemm and blas: our tensor-core GEMMs and cuBLASLt, each null when absent.
+  CudaModelOps(const ModelConfig &c, const Params &p, cuda::Context &ctx, cuda::Ops &ops, cuda::TensorGemm *gemm,
+               cuda::CublasLt *blas, CUstream stream);
 
   struct Upload {
     cuda::StagedUpload *stager = nullptr;  // null: plain copies on the stream
@@ -77,7 +82,7 @@ class CudaModelOps : public ModelOps {
 
   int64_t weight_bytes() const { return weight_bytes_; }
   int64_t workspace_bytes() const { return workspace_bytes_; }  // activations and the ops' scratch
-  int32_t gemv_rows_max() const { return blas_rows_ ? 4 : 8; }
+  int32_t gemv_rows_max() const { return p_.gemv_rows; }
 
   // A step: its shape and where its integers are on the device (the executor's staging).
   struct Step {
@@ -113,7 +118,7 @@ class CudaModelOps : public ModelOps {
     CUdeviceptr bias = 0;  // fp32 (rows), 0: none
   };
   const DMatrix &matrix(Linear w) const { return linears_.at(size_t(w)).m; }
-  // y (rows, m.rows) = x (rows, m.cols) · mᵀ (+ bias): the GEMV, cuBLASLt or the tiled GEMM, as above.
+  // y (rows, m.rows) = x (rows, m.cols) · mᵀ (+ bias): the GEMV, our GEMMs, cuBLASLt or the tiled GEMM, as above.
   void product(CUdeviceptr x, int32_t rows, const DMatrix &m, CUdeviceptr y, bool y_f32 = false, bool x_f32 = false);
   // The output tensor's rows after forward(): fp32 in `f32` (the step's rows, cols wide), or, when the step asked
   // fold_output_norm and the output was fused, lazily normed: xw, its sums' partials, the residual and the norm
@@ -156,10 +161,10 @@ class CudaModelOps : public ModelOps {
   bool sizing_ = false;
   cuda::Context *ctx_ = nullptr;
   cuda::Ops *ops_ = nullptr;
+  cuda::TensorGemm *gemm_ = nullptr;
   cuda::CublasLt *blas_ = nullptr;
   CUstream stream_ = nullptr;
   const Upload *upload_ = nullptr;
-  bool blas_rows_ = false;  // gemv_rows_max()'s cuBLASLt
   size_t as_ = 4, ps_ = 4;  // bytes of an activation, of a kAddNorm product (fp32 with VT_CUDA_SUBLAYER_F32=1)
   bool rope_fused_ = false;  // kRopeStore may take Ops::gemv_norm_rope (the kernel image and the SMs allow it)
   float rope_scale_ = 1.f;

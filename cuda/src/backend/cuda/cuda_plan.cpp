@@ -63,11 +63,12 @@ int32_t kv_chunk_blocks(int64_t plane_block_bytes, int64_t granularity) {
 }
 
 CudaSizes cuda_sizes(const ModelConfig &c, const MemoryPlan &m, const vt_engine_params &p, int sm_count) {
-  // cuBLASLt's workspace is counted whenever it may load (bf16 activations, not VT_CUDA_CUBLASLT=0): at most
-  // 32 MiB too many, on a machine without the library.
+  // cuBLASLt's workspace is counted whenever it may load (bf16 activations and VT_CUDA_GEMM=cublaslt, not
+  // VT_CUDA_CUBLASLT=0): at most 32 MiB too many, on a machine without the library. By default our tensor-core
+  // GEMMs serve and cuBLASLt is not loaded.
   const CudaDecoderParams cp = cuda_decoder_params(m, p);
-  const CudaDecoder::Workspace ws = CudaDecoder::plan_workspace(c, cp, sm_count,
-                                                                cp.act == cuda::Act::BF16 && cp.tuning.cublaslt);
+  const CudaDecoder::Workspace ws = CudaDecoder::plan_workspace(
+      c, cp, sm_count, cp.act == cuda::Act::BF16 && cp.tuning.cublaslt && cp.tuning.gemm == "cublaslt");
   CudaSizes s;
   s.workspace_bytes = ws.total, s.pinned_bytes = ws.pinned;
   return s;
