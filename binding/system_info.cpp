@@ -80,6 +80,9 @@ Napi::Value system_info(const Napi::CallbackInfo &info) {
   o.Set("cudaUsable", si->cuda_usable != 0);
   o.Set("autoDevice", str(env, si->auto_device));
   o.Set("autoReason", str(env, si->auto_reason));
+  o.Set("gemmFamily", str(env, si->gemm_family));
+  o.Set("gemmMeasured", str(env, si->gemm_measured));
+  o.Set("gemmRules", str(env, si->gemm_rules));
   return o;
 }
 

@@ -37,7 +37,12 @@ export function describeSystem(s: SystemInfo): string {
   rows.push(['driver', cuda.driver.found ? `CUDA ${cuda.driver.version ?? '?'}` : 'not found']);
   if (cuda.driver.problem) rows.push(['', cuda.driver.problem]);
   cuda.gpus.forEach((g) => rows.push(...gpuRows(g)));
+  if (cuda.gemm) {
+    rows.push(['gemm', `${cuda.gemm.family}, ${cuda.gemm.measured ? `measured on ${cuda.gemm.measured}` : 'not measured on this family'}`]);
+    cuda.gemm.rules.forEach((r) => rows.push(['', r]));
+  }
   rows.push(...library('cuBLASLt', cuda.cublasLt.found, [cuda.cublasLt.version, cuda.cublasLt.path], cuda.cublasLt.problem));
+  if (cuda.cublasLt.found) rows.push(['', 'not used: our own GEMMs serve every product (VT_CUDA_GEMM=cublaslt to compare)']);
   rows.push(...library('NVML', cuda.nvml.found, [], cuda.nvml.problem));
   rows.push([`device 'auto'`, `${s.auto.device}: ${s.auto.reason}`]);
   const head = `vtengine ${s.version} on Node ${s.runtime.node}${electron} (${s.runtime.platform}-${s.runtime.arch})\n`;

@@ -92,7 +92,22 @@ export interface SystemInfo {
     };
     /** Every GPU the driver lists; empty without a driver. */
     gpus: GpuInfo[];
-    /** cuBLASLt, which the CUDA backend uses for prefill-sized products when present (else its own kernels). */
+    /**
+     * The matrix products on GPU 0: the selection table the CUDA backend consults (measured per GPU family by
+     * `bench/cuda-gemm.cpp`) and which kernel serves which number of rows; null without a usable GPU.
+     */
+    gemm: {
+      /** The GPU family the table is for, e.g. `'hopper (sm_90a: wgmma + TMA, mma.sync)'`. */
+      family: string;
+      /** Where its rules were measured (GPU, date); null when this family was not measured (its rules are another family's). */
+      measured: string | null;
+      /** Which kernel serves which rows, e.g. `['1-8 rows: gemv', '9-16 rows: mma_m16n128, split-K to 2 blocks/SM', ...]`. */
+      rules: string[];
+    } | null;
+    /**
+     * cuBLASLt, found or not. The CUDA backend's own tensor-core GEMMs serve every product; cuBLASLt is loaded only
+     * to compare with them (`VT_CUDA_GEMM=cublaslt`), so a machine without the CUDA toolkit runs at full speed.
+     */
     cublasLt: {
       /** The library loaded. */
       found: boolean;
@@ -182,6 +197,9 @@ export function toSystemInfo(n: NativeSystemInfo, binary: AddonBinary, nvml: Rea
         path: orNull(n.cublasLtPath),
         problem: orNull(n.cublasLtProblem),
       },
+      gemm: n.gemmFamily
+        ? { family: n.gemmFamily, measured: orNull(n.gemmMeasured), rules: n.gemmRules.split('; ').filter(Boolean) }
+        : null,
       nvml: { found: nvml.value === true, problem: nvml.value === true ? null : nvml.reason },
     },
     auto: { device: n.autoDevice, reason: n.autoReason },

@@ -189,6 +189,9 @@ export interface NativeSystemInfo {
   cudaUsable: boolean;
   autoDevice: 'cuda' | 'cpu';
   autoReason: string;
+  gemmFamily: string; // '' without a usable GPU
+  gemmMeasured: string;
+  gemmRules: string; // 'a; b; c'
 }
 
 /**

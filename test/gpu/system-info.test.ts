@@ -65,6 +65,18 @@ describe.skipIf(!hasGpu)('Engine.systemInfo() on a GPU machine', () => {
     expect(h200).toMatchObject({ computeCapability: '9.0', arch: 'sm_90', kernels: 'cubin', kernelTarget: 'sm_90a', usable: true, reason: null });
   });
 
+  it('names the GEMM table GPU 0 runs: the Hopper one (wgmma) where the sm_90a cubin is what the driver loads', () => {
+    const g0 = info.cuda.gpus[0];
+    if (!g0?.usable) {
+      expect(info.cuda.gemm).toBeNull();
+      return;
+    }
+    const gemm = info.cuda.gemm!;
+    expect(gemm.family).toMatch(g0.kernelTarget === 'sm_90a' ? /^hopper/ : /mma\.sync/);
+    expect(gemm.rules[0]).toMatch(/^1(-\d+)? rows?: gemv$/);
+    expect(gemm.rules.at(-1)).toMatch(/^\d+\+ rows: (mma|wgmma)_m\d+n\d+/);
+  });
+
   it("loads on the device that systemInfo().auto names, with device: 'auto'", async () => {
     const engine = await Engine.load({ device: 'auto' });
     try {

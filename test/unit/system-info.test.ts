@@ -82,6 +82,7 @@ describe('Engine.systemInfo() on this machine', () => {
     expect(info.auto.reason).toMatch(/^no NVIDIA driver/);
     expect(info.cuda.nvml.found).toBe(false);
     expect(info.cuda.nvml.problem).toMatch(/libnvidia-ml\.so\.1/);
+    expect(info.cuda.gemm).toBeNull(); // no GPU: no GEMM table to consult
   });
 
   it('gives a reason for every GPU it cannot use, and none for one it can', () => {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backend/cuda/cublaslt.h"
+#include "backend/cuda/gemm_table.h"
 #include "backend/cuda/device_probe.h"
 #include "backend/cuda/driver.h"
 #include "backend/cuda/kernel_images.h"
@@ -76,6 +77,18 @@ void fill_libraries(vt_system_info &out) {
   put(out.cublaslt_problem, lt.reason);
 }
 
+// The GEMM table GPU 0 would use: its compute capability, and whether the sm_90a cubin (the wgmma kernels) is
+// what the driver loads for it.
+void fill_gemm(vt_system_info &out) {
+  if (!out.cuda_usable || out.n_gpus < 1) return;
+  const vt_gpu_info &g = out.gpus[0];
+  const int cc = g.cc_major * 10 + g.cc_minor;
+  const cuda::GemmTable &t = cuda::gemm_table(cc, g.code == VT_GPU_CODE_CUBIN && std::string(g.code_target) == "sm_90a");
+  put(out.gemm_family, t.family);
+  put(out.gemm_measured, t.measured);
+  put(out.gemm_rules, cuda::gemm_rules_text(t));
+}
+
 void fill_auto(vt_system_info &out) {
   const cuda::Availability a = cuda::cuda_available();
   out.cuda_usable = a.ok ? 1 : 0;
@@ -102,6 +115,7 @@ void fill_cuda_system_info(vt_system_info &out) {
   fill_driver(out);
   fill_libraries(out);
   fill_auto(out);
+  fill_gemm(out);
 }
 
 }  // namespace vt
