@@ -5,7 +5,8 @@
 # before this issue), in the same call, arms alternated (A B A B) so drift lands on both; then the ratio per point.
 #
 #   scripts/gpu-gemm-ab.sh qwen3-0.6b|qwen3-8b [--quick]
-# --quick: decode b1, b32 and prefill 2048, one round. Logs and JSON in $OUT when set, else .gpu-out/ab/SHAPE.
+# --quick: decode b1, b32 and prefill 2048, one round; VT_AB_BATCHES, VT_AB_PREFILL, VT_AB_ROUNDS set the points and
+# rounds otherwise. Logs and JSON in $OUT when set, else .gpu-out/ab/SHAPE.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -16,7 +17,7 @@ out=${OUT:-$root/.gpu-out/ab/$shape}
 mkdir -p "$out"
 ckpt=${VT_BENCH_DIR:-/tmp/vt-bench}/$shape-bf16
 bin=$root/.gpu-out/bench_cuda_engine
-batches=1,8,16,32,64,128 prefill=512,2048,8192 rounds=2
+batches=${VT_AB_BATCHES:-1,8,16,32,64,128} prefill=${VT_AB_PREFILL:-512,2048,8192} rounds=${VT_AB_ROUNDS:-2}
 [ "${2:-}" = --quick ] && batches=1,32 prefill=2048 rounds=1
 export VT_BENCH_SHAPE=$shape VT_BENCH_COMMIT=$(cat .gpu-out/commit.txt 2>/dev/null || echo unknown)
 export VT_BENCH_GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)
