@@ -83,14 +83,15 @@ struct Product {
   const char *name;
   int64_t K, N;
   Out out;
+  int model, count;  // which model (0: 0.6B, 1: 8B) and how many times a step runs it (its layers; lm_head once)
 };
 // N is the weight's rows (gate|up: 2I).
 const Product kProducts[] = {
-    {"0.6B qkv", 1024, 4096, Out::kBf16},       {"0.6B o_proj", 2048, 1024, Out::kBf16},
-    {"0.6B gate_up", 1024, 6144, Out::kSwiGLU}, {"0.6B down", 3072, 1024, Out::kBf16},
-    {"0.6B lm_head", 1024, 151936, Out::kF32},  {"8B qkv", 4096, 6144, Out::kBf16},
-    {"8B o_proj", 4096, 4096, Out::kBf16},      {"8B gate_up", 4096, 24576, Out::kSwiGLU},
-    {"8B down", 12288, 4096, Out::kBf16},       {"8B lm_head", 4096, 151936, Out::kF32},
+    {"0.6B qkv", 1024, 4096, Out::kBf16, 0, 28},       {"0.6B o_proj", 2048, 1024, Out::kBf16, 0, 28},
+    {"0.6B gate_up", 1024, 6144, Out::kSwiGLU, 0, 28}, {"0.6B down", 3072, 1024, Out::kBf16, 0, 28},
+    {"0.6B lm_head", 1024, 151936, Out::kF32, 0, 1},   {"8B qkv", 4096, 6144, Out::kBf16, 1, 36},
+    {"8B o_proj", 4096, 4096, Out::kBf16, 1, 36},      {"8B gate_up", 4096, 24576, Out::kSwiGLU, 1, 36},
+    {"8B down", 12288, 4096, Out::kBf16, 1, 36},       {"8B lm_head", 4096, 151936, Out::kF32, 1, 1},
 };
 
 struct Candidate {
@@ -128,7 +129,10 @@ int main(int argc, char **argv) {
     CublasLt lt(ctx);
     int clock_khz = 0;
     driver().cuDeviceGetAttribute(&clock_khz, 13 /* CU_DEVICE_ATTRIBUTE_CLOCK_RATE */, ctx.device());
-    const double fma_per_clk = ctx.compute_capability() == 90 || ctx.compute_capability() == 100 ? 1024 : 512;
+    // dense bf16 FMA per SM per clock: Hopper and Blackwell datacenter 2048 (H100 SXM: 989 TFLOP/s at 1.83 GHz),
+    // A100 1024, the others 512 (datasheet figures, not measured here)
+    const int cc = ctx.compute_capability();
+    const double fma_per_clk = cc == 90 || cc == 100 ? 2048 : cc == 80 ? 1024 : 512;
     const double peak_tflops = 2 * fma_per_clk * ctx.sm_count() * clock_khz * 1e3 * 1e-12;
     // The copy rate, the bandwidth ceiling of the small-M products
     double copy_gbs = 0;
@@ -150,13 +154,11 @@ int main(int argc, char **argv) {
     for (int t = 0; t < TensorGemm::kTileCount; ++t) {
       if (TensorGemm::kTiles[t].wgmma && !gemm.has_wgmma()) continue;
       cands.push_back({t, 0});
-      if (!TensorGemm::kTiles[t].wgmma)
-        for (int b : {1, 2, 4}) cands.push_back({t, b});
+      for (int b : {1, 2, 4}) cands.push_back({t, b});
     }
-    // time[m][candidate label] summed over the products, for the table
-    std::map<int64_t, std::map<std::string, double>> totals;
-    std::map<int64_t, double> gemv_total;
-    std::map<int64_t, int> gemv_count;
+    // Per M: each candidate's time per product (for the table: a step's time, weighted by how often it runs each)
+    std::map<int64_t, std::map<std::string, std::map<const Product *, double>>> times;
+    std::map<int64_t, std::map<const Product *, double>> gemv_times, best_times;
     nlohmann::json rows = nlohmann::json::array();
     std::printf("\n%-14s %6s %10s %10s %10s %-22s %10s %-22s %8s %8s %8s\n", "product", "M", "cuBLASLt", "gemv",
                 "table", "(its tile)", "best", "(tile)", "best/Lt", "TFLOP/s", "GB/s w");
@@ -190,7 +192,7 @@ int main(int argc, char **argv) {
             if (p.out == Out::kSwiGLU) ops.gemv_swiglu(s.get(), x.ptr(), M, p.K, wp(i), out_n, y.ptr());
             else ops.gemv(s.get(), x.ptr(), M, p.K, wp(i), p.N, 0, y.ptr(), y_f32);
           });
-        if (!std::isnan(gemv_us)) gemv_total[M] += gemv_us, gemv_count[M]++;
+        if (!std::isnan(gemv_us)) gemv_times[M][&p] = gemv_us;
         double best = INFINITY;
         std::string best_label;
         nlohmann::json tiles = nlohmann::json::object();
@@ -202,9 +204,10 @@ int main(int argc, char **argv) {
           if (c.blocks_per_sm && ch.splits == 1) continue;  // the same launch as no split
           const double us = median_us(s, [&](int i) { gemm.run(s.get(), x.ptr(), M, p.K, wp(i), p.N, 0, y.ptr(), p.out, ch); });
           tiles[c.label()] = us;
-          totals[M][c.label()] += us;
+          times[M][c.label()][&p] = us;
           if (us < best) best = us, best_label = c.label();
         }
+        best_times[M][&p] = best;
         const TensorGemm::Choice chosen = gemm.choose(M, p.N, p.K, p.out);
         const double table_us = median_us(s, [&](int i) { gemm.run(s.get(), x.ptr(), M, p.K, wp(i), p.N, 0, y.ptr(), p.out); });
         const std::string table_label = std::string(TensorGemm::kTiles[chosen.tile].name) +
@@ -221,18 +224,35 @@ int main(int argc, char **argv) {
       }
     }
 
-    // The table: per M, the candidate with the least total time over the products (and the GEMV's rows).
-    std::printf("\n// bench_cuda_gemm on %s (cc %d), %s: per M the least total time over the products above\n",
+    // The table. A candidate's score at M: per model, its step time (each product times how often a step runs it)
+    // over the step time of the best kernel per product, summed over the two models (lower is better, 2 is the
+    // least); only candidates measured on every product of that M. The GEMV: its rows while its score beats the
+    // best candidate's from M = 1 up.
+    std::printf("\n// bench_cuda_gemm on %s (cc %d), %s: per M the candidate with the least step time (score: per model "
+                "step time / per-product best, summed)\n",
                 ctx.name().c_str(), ctx.compute_capability(), bench_date().c_str());
+    auto score = [&](int64_t M, const std::map<const Product *, double> &t) -> double {
+      double num[2] = {0, 0}, den[2] = {0, 0};
+      for (const auto &[p, best] : best_times[M]) {
+        const auto it = t.find(p);
+        if (it == t.end()) return INFINITY;
+        num[p->model] += p->count * it->second, den[p->model] += p->count * best;
+      }
+      return (den[0] > 0 ? num[0] / den[0] : 0) + (den[1] > 0 ? num[1] / den[1] : 0);
+    };
     int64_t gemv_rows = 0;
+    bool gemv_run = true;
     for (int64_t M : ms) {
-      if (totals[M].empty()) continue;
-      auto best = std::min_element(totals[M].begin(), totals[M].end(),
-                                   [](const auto &a, const auto &b) { return a.second < b.second; });
-      const bool gemv_wins = gemv_count[M] > 0 && gemv_total[M] <= best->second;
-      if (gemv_wins && (gemv_rows == M / 2 || M == 1 || gemv_rows == 0)) gemv_rows = M;
-      std::printf("//   M %5lld: %-22s %10.1f us total%s\n", (long long)M, best->first.c_str(), best->second,
-                  gemv_count[M] ? (std::string(", gemv ") + std::to_string(gemv_total[M]) + " us").c_str() : "");
+      std::string best_label;
+      double best_score = INFINITY;
+      for (const auto &[label, t] : times[M])
+        if (const double sc = score(M, t); sc < best_score) best_score = sc, best_label = label;
+      if (best_label.empty()) continue;
+      const double gemv_score = gemv_times[M].empty() ? INFINITY : score(M, gemv_times[M]);
+      if (gemv_run && gemv_score <= best_score) gemv_rows = M;
+      else gemv_run = false;
+      std::printf("//   M %5lld: %-22s score %.3f%s\n", (long long)M, best_label.c_str(), best_score,
+                  std::isinf(gemv_score) ? "" : (", gemv " + std::to_string(gemv_score)).c_str());
     }
     std::printf("// gemv_rows %lld\n", (long long)gemv_rows);
     if (!json_path.empty()) {

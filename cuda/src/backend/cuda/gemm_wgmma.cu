@@ -1,8 +1,8 @@
 // Entry points of the Hopper GEMM (gemm_wgmma.cuh): vt_gemm_wgmma_<tile>_<epilogue>, epilogues as gemm_mma.cu's.
-// Real code on sm_90a only; in the other targets' images they are empty, and Ops looks them up only on a GPU of
-// compute capability 9.0 (which loads the sm_90a cubin). Persistent: grid min(tiles, SMs), the tile's threads, its
-// shared memory (above 48 KiB: Ops raises the limit). ta: x's tensor map (K, M), box (64, BM); tb: w's (K, N),
-// box (64, BN), or (64, BN / 2) for SwiGLU. Both 128-byte swizzled.
+// Real code on sm_90a only; in the other targets' images they are empty, and TensorGemm looks them up only on a GPU
+// of compute capability 9.0 (which loads the sm_90a cubin). Persistent: grid min(tiles x splits, SMs), the tile's
+// threads, its shared memory (above 48 KiB: the limit is raised). ta: x's tensor map (K, M), box (64, BM); tb: w's
+// (K, N), box (64, BN), or (64, BN / 2) for SwiGLU. Both 128-byte swizzled. ws / tickets: split-K's.
 #include "gemm_wgmma.cuh"
 
 using namespace vtk;
@@ -11,18 +11,18 @@ using namespace vtk;
   using WgTile_##NAME = WgTile<BM, BN, ST>;                                                                     \
   extern "C" __global__ void __launch_bounds__(WgTile_##NAME::kThreads, 1) vt_gemm_wgmma_##NAME##_bf16(        \
       const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, const float *bias, bf16 *y, int M,  \
-      int N, int K) {                                                                                            \
-    gemm_wgmma<WgTile_##NAME, bf16, false>(ta, tb, bias, y, M, N, K);                                            \
+      int N, int K, int splits, float *ws, int *tickets) {                                                                                            \
+    gemm_wgmma<WgTile_##NAME, bf16, false>(ta, tb, bias, y, M, N, K, splits, ws, tickets);                                            \
   }                                                                                                              \
   extern "C" __global__ void __launch_bounds__(WgTile_##NAME::kThreads, 1) vt_gemm_wgmma_##NAME##_f32(         \
       const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, const float *bias, float *y, int M, \
-      int N, int K) {                                                                                            \
-    gemm_wgmma<WgTile_##NAME, float, false>(ta, tb, bias, y, M, N, K);                                           \
+      int N, int K, int splits, float *ws, int *tickets) {                                                                                            \
+    gemm_wgmma<WgTile_##NAME, float, false>(ta, tb, bias, y, M, N, K, splits, ws, tickets);                                           \
   }                                                                                                              \
   extern "C" __global__ void __launch_bounds__(WgTile_##NAME::kThreads, 1) vt_gemm_wgmma_##NAME##_swiglu(      \
       const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, const float *bias, bf16 *y, int M,  \
-      int N, int K) {                                                                                            \
-    gemm_wgmma<WgTile_##NAME, bf16, true>(ta, tb, bias, y, M, N, K);                                             \
+      int N, int K, int splits, float *ws, int *tickets) {                                                                                            \
+    gemm_wgmma<WgTile_##NAME, bf16, true>(ta, tb, bias, y, M, N, K, splits, ws, tickets);                                             \
   }
 
 VT_GEMM_WGMMA_TILE(m128n256, 128, 256, 4)

@@ -11,7 +11,9 @@
 //     shared memory through descriptors), one commit group per stage, keeping one group in flight: a stage is
 //     released once the group after it has been issued and the one reading it has completed;
 //   - the epilogue stores straight from the accumulators (fragment rows g and g + 8 of each warp's 16, column
-//     pairs 2t, 2t + 1 of each n8 block), as gemm_mma.cuh does.
+//     pairs 2t, 2t + 1 of each n8 block), as gemm_mma.cuh does;
+//   - split-K (splits > 1), for products whose tiles cannot fill the GPU (few rows: batched decode; few columns):
+//     the work items are (tile, split) pairs, and the splits meet as gemm_mma.cuh's do (workspace, tickets).
 // With two consumers the producer gives registers to them (setmaxnreg: 40 and 232), so the 128 fp32 accumulators
 // of BN = 256 fit without spilling. Rows and columns past the edges: TMA fills zeros, the stores skip them.
 // SwiGLU: the stage's B tile is two TMA boxes, BN / 2 gate rows and the same BN / 2 up rows, so a thread holds
@@ -149,17 +151,23 @@ __device__ __forceinline__ void wgmma_bn(float (&d)[BN / 2], uint64_t a, uint64_
 }
 #endif  // VT_SM90A
 
+// splits > 1: split-K as gemm_mma.cuh's (each split's accumulators to ws at (tile, split, consumer thread), the
+// last split of a tile adds them up in split order and stores); ws and tickets are unused otherwise.
 template <class C, class Y, bool kSwiGLU>
 __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb, const float *__restrict__ bias,
-                                           Y *__restrict__ y, int M, int N, int K) {
+                                           Y *__restrict__ y, int M, int N, int K, int splits,
+                                           float *__restrict__ ws, int *__restrict__ tickets) {
 #if VT_SM90A
   extern __shared__ uint8_t wg_smem[];
+  __shared__ int last_split;
   const uint32_t raw = smem_addr(wg_smem), base = (raw + 1023u) & ~1023u;
   const uint32_t full0 = base + C::ST * C::kStageBytes, empty0 = full0 + C::ST * 8;
   const int wg = threadIdx.x / 128;
   const int out_n = kSwiGLU ? N / 2 : N, tile_n = kSwiGLU ? C::BN / 2 : C::BN;
   const int tiles_m = (M + C::BM - 1) / C::BM, tiles_n = (out_n + tile_n - 1) / tile_n;
-  const int n_tiles = tiles_m * tiles_n, nkb = (K + C::BK - 1) / C::BK;
+  const int kb_all = (K + C::BK - 1) / C::BK, kb_per = (kb_all + splits - 1) / splits;
+  // Work items: (tile, split), a tile's splits next to each other so they run at the same time.
+  const int n_work = tiles_m * tiles_n * splits;
   auto a_stage = [&](int s) { return base + uint32_t(s * C::kABytes); };
   auto b_stage = [&](int s) { return base + uint32_t(C::ST * C::kABytes + s * C::kBBytes); };
 
@@ -175,9 +183,11 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
       asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&ta)) : "memory");
       asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&tb)) : "memory");
       int it = 0;
-      for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+      for (int work = blockIdx.x; work < n_work; work += gridDim.x) {
+        const int tile = work / splits, z = work % splits;
         const int row0 = (tile % tiles_m) * C::BM, col0 = (tile / tiles_m) * tile_n;
-        for (int kb = 0; kb < nkb; ++kb, ++it) {
+        const int kb1 = min(kb_all, (z + 1) * kb_per);
+        for (int kb = z * kb_per; kb < kb1; ++kb, ++it) {
           const int s = it % C::ST;
           const uint32_t full = full0 + 8 * s;
           mbar_wait(empty0 + 8 * s, ((it / C::ST) & 1) ^ 1);
@@ -198,8 +208,10 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
   const int c = wg - 1, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   float acc[C::BN / 2];
   int it = 0;
-  for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+  for (int work = blockIdx.x; work < n_work; work += gridDim.x) {
+    const int tile = work / splits, z = work % splits;
     const int row0 = (tile % tiles_m) * C::BM, col0 = (tile / tiles_m) * tile_n;
+    const int kb0 = z * kb_per, nkb = max(0, min(kb_all, kb0 + kb_per) - kb0);
 #pragma unroll
     for (int i = 0; i < C::BN / 2; ++i) acc[i] = 0.f;
     int prev = 0;
@@ -220,6 +232,32 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
     wgmma_wait<0>();
     fence_regs(acc);
     if (lane == 0 && nkb > 0) mbar_arrive(empty0 + 8 * prev);
+
+    if (splits > 1) {
+      constexpr int kConsumerThreads = C::kConsumers * 128;
+      const int ct = threadIdx.x - 128;  // this thread among the consumers
+      float4 *mine = reinterpret_cast<float4 *>(ws) + ((long long)(tile * splits + z) * kConsumerThreads + ct) * (C::BN / 8);
+#pragma unroll
+      for (int i = 0; i < C::BN / 8; ++i)
+        __stcg(mine + i, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+      __threadfence();
+      asm volatile("bar.sync 1, %0;" ::"r"(kConsumerThreads) : "memory");  // the consumers only
+      if (ct == 0) last_split = atomicAdd(tickets + tile, 1) == splits - 1;
+      asm volatile("bar.sync 1, %0;" ::"r"(kConsumerThreads) : "memory");
+      if (!last_split) continue;
+      __threadfence();
+#pragma unroll
+      for (int i = 0; i < C::BN / 2; ++i) acc[i] = 0.f;
+      for (int sp = 0; sp < splits; ++sp) {
+        const float4 *part = reinterpret_cast<const float4 *>(ws) + ((long long)(tile * splits + sp) * kConsumerThreads + ct) * (C::BN / 8);
+#pragma unroll
+        for (int i = 0; i < C::BN / 8; ++i) {
+          const float4 p = __ldcg(part + i);
+          acc[4 * i] += p.x, acc[4 * i + 1] += p.y, acc[4 * i + 2] += p.z, acc[4 * i + 3] += p.w;
+        }
+      }
+      if (ct == 0) tickets[tile] = 0;
+    }
 
     const int r0 = row0 + c * 64 + warp * 16 + g;
     if constexpr (kSwiGLU) {

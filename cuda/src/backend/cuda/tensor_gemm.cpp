@@ -21,14 +21,14 @@ const char *kOutNames[3] = {"bf16", "f32", "swiglu"};
 }  // namespace
 
 const TensorGemm::Tile TensorGemm::kTiles[kTileCount] = {
-    // name, wgmma, BM, BN, BK, threads, shared memory, accumulators per thread
-    {"mma_m16n128", false, 16, 128, 64, 128, mma_smem(16, 128, 64, 4), 1 * 4 * 4},
-    {"mma_m32n128", false, 32, 128, 64, 128, mma_smem(32, 128, 64, 4), 2 * 4 * 4},
-    {"mma_m64n128", false, 64, 128, 64, 128, mma_smem(64, 128, 64, 3), 2 * 8 * 4},
-    {"mma_m128n128", false, 128, 128, 32, 256, mma_smem(128, 128, 32, 4), 4 * 4 * 4},
-    {"wgmma_m64n256", true, 64, 256, 64, 256, wg_smem(64, 256, 4), 128},
-    {"wgmma_m128n128", true, 128, 128, 64, 384, wg_smem(128, 128, 6), 64},
-    {"wgmma_m128n256", true, 128, 256, 64, 384, wg_smem(128, 256, 4), 128},
+    // name, wgmma, BM, BN, BK, threads, shared memory, threads with accumulators, accumulators per thread
+    {"mma_m16n128", false, 16, 128, 64, 128, mma_smem(16, 128, 64, 4), 128, 1 * 4 * 4},
+    {"mma_m32n128", false, 32, 128, 64, 128, mma_smem(32, 128, 64, 4), 128, 2 * 4 * 4},
+    {"mma_m64n128", false, 64, 128, 64, 128, mma_smem(64, 128, 64, 3), 128, 2 * 8 * 4},
+    {"mma_m128n128", false, 128, 128, 32, 256, mma_smem(128, 128, 32, 4), 256, 4 * 4 * 4},
+    {"wgmma_m64n256", true, 64, 256, 64, 256, wg_smem(64, 256, 4), 128, 128},
+    {"wgmma_m128n128", true, 128, 128, 64, 384, wg_smem(128, 128, 6), 256, 64},
+    {"wgmma_m128n256", true, 128, 256, 64, 384, wg_smem(128, 256, 4), 256, 128},
 };
 
 const char *out_name(TensorGemm::Out o) { return kOutNames[int(o)]; }
@@ -75,11 +75,11 @@ TensorGemm::Choice TensorGemm::with_splits(int tile, int64_t M, int64_t N, int64
                                            int target_blocks) const {
   const Tile &t = kTiles[tile];
   Choice c{tile, 1};
-  if (t.wgmma || target_blocks <= 0) return c;
+  if (target_blocks <= 0) return c;
   const int64_t out_n = out == Out::kSwiGLU ? N / 2 : N, tile_n = out == Out::kSwiGLU ? t.bn / 2 : t.bn;
   const int64_t tiles = ((M + t.bm - 1) / t.bm) * ((out_n + tile_n - 1) / tile_n);
   const int64_t k_steps = (K + t.bk - 1) / t.bk;
-  const int64_t per_block = int64_t(t.threads) * t.frag_floats * 4;
+  const int64_t per_block = int64_t(t.acc_threads) * t.frag_floats * 4;
   int64_t splits = (target_blocks + tiles - 1) / tiles;
   splits = std::min<int64_t>({splits, k_steps / 4, 16, int64_t(kSplitBytes) / (per_block * tiles)});
   if (splits <= 1 || tiles > kTickets) return c;
@@ -133,18 +133,19 @@ void TensorGemm::run(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdevicept
   const int m = int(M), n = int(N), k = int(K);
   const int64_t out_n = out == Out::kSwiGLU ? N / 2 : N, tile_n = out == Out::kSwiGLU ? t.bn / 2 : t.bn;
   const unsigned tiles_n = unsigned((out_n + tile_n - 1) / tile_n), tiles_m = unsigned((M + t.bm - 1) / t.bm);
+  const int splits = std::max(1, choice.splits);
+  if (splits > 1 && (int64_t(tiles_n) * tiles_m > kTickets ||
+                     int64_t(tiles_n) * tiles_m * splits * t.acc_threads * t.frag_floats * 4 > int64_t(kSplitBytes)))
+    fail(VT_ERR_INTERNAL, "tensor-core gemm: split-K beyond its workspace");
+  const CUdeviceptr ws = split_.ptr(), tickets = split_.ptr() + CUdeviceptr(kSplitBytes);
   if (t.wgmma) {
     const CUtensorMap ta = tensor_map(x, M, K, unsigned(t.bm));
     const CUtensorMap tb = tensor_map(w, N, K, unsigned(tile_n));
-    const unsigned grid = unsigned(std::min<int64_t>(int64_t(tiles_n) * tiles_m, ctx_.sm_count()));
-    ctx_.launch(f, {grid}, {unsigned(t.threads)}, unsigned(t.smem_bytes), s, ta, tb, bias, y, m, n, k);
+    const unsigned grid = unsigned(std::min<int64_t>(int64_t(tiles_n) * tiles_m * splits, ctx_.sm_count()));
+    ctx_.launch(f, {grid}, {unsigned(t.threads)}, unsigned(t.smem_bytes), s, ta, tb, bias, y, m, n, k, splits, ws,
+                tickets);
     return;
   }
-  const int splits = std::max(1, choice.splits);
-  if (splits > 1 && (int64_t(tiles_n) * tiles_m > kTickets ||
-                     int64_t(tiles_n) * tiles_m * splits * t.threads * t.frag_floats * 4 > int64_t(kSplitBytes)))
-    fail(VT_ERR_INTERNAL, "tensor-core gemm: split-K beyond its workspace");
-  const CUdeviceptr ws = split_.ptr(), tickets = split_.ptr() + CUdeviceptr(kSplitBytes);
   ctx_.launch(f, {tiles_n, tiles_m, unsigned(splits)}, {unsigned(t.threads)}, unsigned(t.smem_bytes), s, x, w, bias, y,
               m, n, k, ws, tickets);
 }

@@ -25,13 +25,14 @@ class TensorGemm {
     const char *name;  // "mma_m128n128": the kernels are vt_gemm_<name>_<bf16|f32|swiglu>
     bool wgmma;
     int bm, bn, bk, threads, smem_bytes;
-    int frag_floats;   // mma: accumulators per thread (split-K's workspace per block is threads x this)
+    int acc_threads, frag_floats;  // threads holding accumulators, and how many each (split-K's workspace per
+                                   // (tile, split) is their product in fp32)
   };
   static constexpr int kTileCount = 7;
   static const Tile kTiles[kTileCount];
   static int tile_index(const std::string &name);  // -1 when there is none of that name
 
-  // A product's kernel: a tile and, for the mma tiles, the K splits (1: none).
+  // A product's kernel: a tile and its K splits (1: none).
   struct Choice {
     int tile = -1;
     int splits = 1;
@@ -54,7 +55,8 @@ class TensorGemm {
 
   // The table's tile for this GPU and M, and the splits that fill the GPU (gemm_table.h).
   Choice choose(int64_t M, int64_t N, int64_t K, Out out) const;
-  // The splits that bring a tile's grid to `target_blocks` (at least 4 BK steps a split, within the workspace).
+  // The splits that bring a tile's work items to `target_blocks` (at least 4 BK steps a split, within the
+  // workspace): split-K fills the GPU when a product's tiles alone cannot (batched decode, few columns).
   Choice with_splits(int tile, int64_t M, int64_t N, int64_t K, Out out, int target_blocks) const;
 
   // Enqueues the product with choose()'s kernel, or with `choice` (the benchmark's and the tests' way to run one
