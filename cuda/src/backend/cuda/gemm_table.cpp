@@ -5,14 +5,15 @@ namespace vt::cuda {
 
 namespace {
 
-// Hopper with the sm_90a kernels, H100 80GB HBM3, 2026-12-07 (bench_cuda_gemm, first run): the TMA-fed wgmma tiles
-// stream the weights best from 8 rows on (wgmma_m64n256 0.90 of the copy rate on the 8B gate|up at 8 rows, the
-// mma.sync tiles 0.78); at 128 to 512 rows wgmma_m128n128, beyond wgmma_m128n256. Their split-K (to one work item
-// per SM where the tiles alone leave SMs idle: few columns, few rows) was added after that run. The GEMV keeps 4
-// rows: at 8 rows a step's products (both models, each product times its layers) took 1.31x the best tiles' time,
-// at 16 rows 2.5x; fewer rows were not measured in that run.
+// Hopper with the sm_90a kernels, H100 80GB HBM3, 2026-12-07 (bench_cuda_gemm; bench/RESULTS.md, issue 30). Each
+// rule is the tile whose step time over both models' products (each times its layers) was least at those rows:
+// up to 32 rows the mma.sync tiles with split-K to one work item per SM (8 rows: 1.05x the best kernel per
+// product; the unsplit wgmma_m64n256 1.38x), then wgmma_m128n128 (128 and 512 rows: 1.01x), then wgmma_m128n256
+// (2,048 rows: 1.08x). cuBLASLt's step time was 0.69x (32 rows) to 0.88x (2,048 rows) of these. The wgmma split-K
+// (written after that run, not yet run on a GPU) stays out of the rules until it is measured. The GEMV keeps 4
+// rows: at 8 rows a step's products took 1.31x the best tiles' time, at 16 rows 2.5x; fewer were not measured.
 constexpr GemmRule kHopper[] = {
-    {32, "wgmma_m64n256", 1}, {512, "wgmma_m128n128", 1}, {1 << 30, "wgmma_m128n256", 1},
+    {16, "mma_m16n128", 1}, {32, "mma_m32n128", 1}, {512, "wgmma_m128n128", 0}, {1 << 30, "wgmma_m128n256", 0},
 };
 // Every other target (sm_80 .. sm_121): the mma.sync tiles, ranked by the same run's mma figures (no such GPU was
 // measured: the H100 stands in for the ranking, not the speed).
