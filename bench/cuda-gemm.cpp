@@ -29,6 +29,7 @@
 #include "backend/cuda/gemm_table.h"
 #include "backend/cuda/tensor_gemm.h"
 #include "bench_json.h"
+#include "cuda_bench.h"
 
 using namespace vt;
 using namespace vt::cuda;
@@ -37,23 +38,6 @@ using Out = TensorGemm::Out;
 namespace {
 
 int g_reps = 30;
-
-void fill_random(Stream &s, DeviceBuffer &b, uint64_t seed) {
-  const size_t tile = std::min<size_t>(b.bytes(), 64u << 20) & ~size_t(1);
-  std::vector<uint16_t> host(tile / 2);
-  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (auto &h : host) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    const float f = float(int64_t(x >> 40) - (int64_t(1) << 23)) / float(1 << 23);
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    h = uint16_t(u >> 16);
-  }
-  for (size_t off = 0; off < b.bytes(); off += tile) {
-    const size_t n = std::min(tile, b.bytes() - off);
-    b.upload(s.get(), host.data(), n, off);
-  }
-}
 
 // Median of the timed calls of fn(i), each between its own pair of events, after a warm-up; fewer repetitions for
 // long calls so one candidate costs at most ~60 ms.
