@@ -7,23 +7,18 @@
 
 using namespace vtk;
 
-#define VT_GEMM_WGMMA_TILE(NAME, BM, BN, ST)                                                                    \
-  using WgTile_##NAME = WgTile<BM, BN, ST>;                                                                     \
-  extern "C" __global__ void __launch_bounds__(WgTile_##NAME::kThreads, 1) vt_gemm_wgmma_##NAME##_bf16(        \
-      const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, const float *bias, bf16 *y, int M,  \
-      int N, int K, int splits, float *ws, int *tickets) {                                                                                            \
-    gemm_wgmma<WgTile_##NAME, bf16, false>(ta, tb, bias, y, M, N, K, splits, ws, tickets);                                            \
-  }                                                                                                              \
-  extern "C" __global__ void __launch_bounds__(WgTile_##NAME::kThreads, 1) vt_gemm_wgmma_##NAME##_f32(         \
-      const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, const float *bias, float *y, int M, \
-      int N, int K, int splits, float *ws, int *tickets) {                                                                                            \
-    gemm_wgmma<WgTile_##NAME, float, false>(ta, tb, bias, y, M, N, K, splits, ws, tickets);                                           \
-  }                                                                                                              \
-  extern "C" __global__ void __launch_bounds__(WgTile_##NAME::kThreads, 1) vt_gemm_wgmma_##NAME##_swiglu(      \
-      const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, const float *bias, bf16 *y, int M,  \
-      int N, int K, int splits, float *ws, int *tickets) {                                                                                            \
-    gemm_wgmma<WgTile_##NAME, bf16, true>(ta, tb, bias, y, M, N, K, splits, ws, tickets);                                             \
+#define VT_GEMM_WGMMA_ENTRY(NAME, EPI, Y, SWIGLU)                                                                    \
+  extern "C" __global__ void __launch_bounds__(WgTile_##NAME::kThreads, 1) vt_gemm_wgmma_##NAME##_##EPI(             \
+      const __grid_constant__ TmaDesc ta, const __grid_constant__ TmaDesc tb, const float *bias, Y *y, int M, int N, \
+      int K, int splits, float *ws, int *tickets) {                                                                  \
+    gemm_wgmma<WgTile_##NAME, Y, SWIGLU>(ta, tb, bias, y, M, N, K, splits, ws, tickets);                             \
   }
+
+#define VT_GEMM_WGMMA_TILE(NAME, BM, BN, ST)    \
+  using WgTile_##NAME = WgTile<BM, BN, ST>;     \
+  VT_GEMM_WGMMA_ENTRY(NAME, bf16, bf16, false)  \
+  VT_GEMM_WGMMA_ENTRY(NAME, f32, float, false)  \
+  VT_GEMM_WGMMA_ENTRY(NAME, swiglu, bf16, true)
 
 VT_GEMM_WGMMA_TILE(m128n256, 128, 256, 4)
 VT_GEMM_WGMMA_TILE(m128n128, 128, 128, 6)
