@@ -123,7 +123,8 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
     if (!blas_->available()) blas_.reset();
   }
   // The GEMV's rows: the selection table's (measured with our GEMMs beyond it); 4 when cuBLASLt takes the rest.
-  const int32_t gemv_rows = blas_ && t.gemm == "cublaslt" ? 4
+  const bool blas_first = blas_ && t.gemm == "cublaslt";
+  const int32_t gemv_rows = blas_first ? 4
                           : gemm_ ? cuda::gemm_table(ctx_->compute_capability(), gemm_->has_wgmma()).gemv_rows
                                   : 8;
 
@@ -167,7 +168,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   if (progress)
     up.uploaded = [&](int64_t bytes) { progress("weights", int(std::min<int64_t>(bytes >> 20, total_mib)), total_mib); };
   mops_ = std::make_unique<CudaModelOps>(c_, model_ops_params(p, attn_rows_, gemv_rows), *ctx_, *ops_,
-                                         t.gemm == "cublaslt" && blas_ ? nullptr : gemm_.get(), blas_.get(),
+                                         blas_first ? nullptr : gemm_.get(), blas_.get(),
                                          stream_->get());
   mops_->set_upload(&up);
   model_ = (make ? make : model_entry(c_).make)(c_, w, *mops_);

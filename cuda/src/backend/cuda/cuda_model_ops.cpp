@@ -246,7 +246,7 @@ void CudaModelOps::product(CUdeviceptr x, int32_t rows, const DMatrix &m, CUdevi
   using Out = cuda::TensorGemm::Out;
   if (m.dtype == DType::BF16 && rows <= gemv_rows_max())
     ops_->gemv(stream_, x, rows, m.cols, m.ptr, m.rows, m.bias, y, y_f32, x_f32);
-  else if (gemm_ && m.dtype == DType::BF16 && !x_f32 && cuda::TensorGemm::fits(x, m.ptr, m.cols))
+  else if (!x_f32 && gemm_takes(x, m))
     gemm_->run(stream_, x, rows, m.cols, m.ptr, m.rows, m.bias, y, y_f32 ? Out::kF32 : Out::kBf16);
   else if (blas_ && m.dtype == DType::BF16 && !m.bias && !x_f32)
     blas_->matmul(stream_, x, rows, m.cols, m.ptr, m.rows, y, y_f32);
@@ -301,7 +301,7 @@ void CudaModelOps::linear(Tensor x, Linear wi, Tensor out, const Epilogue &e) {
       if (skips(kSkipMlp)) return;
       if (gemv && !m.bias) {
         ops_->gemv_swiglu(stream_, X.ptr, T, X.cols, m.ptr, I, Y.ptr);
-      } else if (gemm_ && !gemv && m.dtype == DType::BF16 && !m.bias && cuda::TensorGemm::fits(X.ptr, m.ptr, X.cols)) {
+      } else if (!gemv && !m.bias && gemm_takes(X.ptr, m)) {
         gemm_->run(stream_, X.ptr, T, X.cols, m.ptr, m.rows, 0, Y.ptr, cuda::TensorGemm::Out::kSwiGLU);
       } else {
         product(X.ptr, T, m, gate_up_);

@@ -147,6 +147,10 @@ class CudaModelOps : public ModelOps {
   CUdeviceptr upload_floats(const std::vector<float> &v);
   const DTensor &t(Tensor x) const { return tensors_.at(size_t(x)); }
   CUdeviceptr vec(Vector v) const { return v == kNoVector ? 0 : vectors_.at(size_t(v)); }
+  // Our tensor-core GEMMs can take a product over this matrix from bf16 rows at x.
+  bool gemm_takes(CUdeviceptr x, const DMatrix &m) const {
+    return gemm_ && m.dtype == DType::BF16 && cuda::TensorGemm::fits(x, m.ptr, m.cols);
+  }
   CUdeviceptr k_cache(int32_t l) const { return kv_ + CUdeviceptr(2 * layout_.kv_index(l)) * kv_layer_bytes_; }
   CUdeviceptr v_cache(int32_t l) const { return kv_ + CUdeviceptr(2 * layout_.kv_index(l) + 1) * kv_layer_bytes_; }
   void flush_embed();         // runs a deferred embed() (one that no rmsnorm took into its gather)

@@ -108,6 +108,9 @@ __device__ __forceinline__ void mma_slice(float (&acc)[C::MI][C::NI][4], uint32_
   }
 }
 
+// SwiGLU on the fp32 sums: silu(gate) * up, silu(g) = g / (1 + exp(-g)) (with __expf; gemv_swiglu uses expf).
+__device__ __forceinline__ float swiglu(float gate, float up) { return gate / (1.f + __expf(-gate)) * up; }
+
 template <class Y>
 __device__ __forceinline__ void store_pair(Y *__restrict__ y, long long at, bool both, bool paired, float v0, float v1) {
   if constexpr (sizeof(Y) == 4) {
@@ -143,10 +146,7 @@ __device__ __forceinline__ void mma_epilogue(const float (&acc)[C::MI][C::NI][4]
           if (row >= M) continue;
           float v[2];
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const float gate = acc[mi][2 * j][2 * h + e], up = acc[mi][2 * j + 1][2 * h + e];
-            v[e] = gate / (1.f + __expf(-gate)) * up;
-          }
+          for (int e = 0; e < 2; ++e) v[e] = swiglu(acc[mi][2 * j][2 * h + e], acc[mi][2 * j + 1][2 * h + e]);
           store_pair(y, (long long)row * I + col, col + 1 < I, (I & 1) == 0 && col + 1 < I, v[0], v[1]);
         }
       }

@@ -21,7 +21,7 @@
 #pragma once
 
 #include "common.cuh"
-#include "gemm_mma.cuh"  // store_pair
+#include "gemm_mma.cuh"  // store_pair, swiglu
 #include "tensor_core.cuh"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -272,10 +272,7 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
           if (row >= M) continue;
           float v[2];
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const float gate = acc[4 * j + 2 * h + e], up = acc[4 * (j + C::BN / 16) + 2 * h + e];
-            v[e] = gate / (1.f + __expf(-gate)) * up;
-          }
+          for (int e = 0; e < 2; ++e) v[e] = swiglu(acc[4 * j + 2 * h + e], acc[4 * (j + C::BN / 16) + 2 * h + e]);
           store_pair(y, (long long)row * I + col, col + 1 < I, (I & 1) == 0 && col + 1 < I, v[0], v[1]);
         }
       }
