@@ -186,6 +186,39 @@ inline double dot_terms_rms(const float *x, int64_t M, int64_t K, const std::vec
   return M * N ? std::sqrt(total / double(M * N)) : 0;
 }
 
+// A CUDA graph of what `record()` enqueues on stream s, captured in thread-local mode as the engine captures its
+// decode steps (an allocation or a synchronization inside would invalidate it), instantiated and owned. If record()
+// throws, the capture is ended (the stream stays usable) and the exception goes on.
+class CapturedGraph {
+ public:
+  template <class F>
+  CapturedGraph(cuda::CUstream s, F record) {
+    const cuda::Driver &d = cuda::driver();
+    cuda::CUgraph g = nullptr;
+    cuda::check(d.cuStreamBeginCapture(s, cuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+    try {
+      record();
+    } catch (...) {
+      d.cuStreamEndCapture(s, &g);
+      if (g) d.cuGraphDestroy(g);
+      throw;
+    }
+    cuda::check(d.cuStreamEndCapture(s, &g), "cuStreamEndCapture");
+    const cuda::CUresult r = d.cuGraphInstantiate(&exec_, g, 0);
+    d.cuGraphDestroy(g);
+    cuda::check(r, "cuGraphInstantiate");
+  }
+  ~CapturedGraph() {
+    if (exec_) cuda::driver().cuGraphExecDestroy(exec_);
+  }
+  CapturedGraph(const CapturedGraph &) = delete;
+  CapturedGraph &operator=(const CapturedGraph &) = delete;
+  void launch(cuda::CUstream s) { cuda::check(cuda::driver().cuGraphLaunch(exec_, s), "cuGraphLaunch"); }
+
+ private:
+  cuda::CUgraphExec exec_ = nullptr;
+};
+
 struct Env {
   cuda::Context &ctx;
   cuda::Stream &stream;

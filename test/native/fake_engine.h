@@ -2,7 +2,7 @@
 // test_engine_state_slots): a Decoder base whose "model" a test writes as a rule per row, with one-hot logits at each
 // row's pick and the overlapped decode's reads as the CUDA decoder does them (Decoder::chains: a step launched with
 // its tokens the picks of the step before, the picks read a step later, first in first out, at most two begun); and a
-// collector of the engine's step events.
+// collector of the engine's step events; the K/V-hash model of the paged tests and their request helpers.
 #pragma once
 
 #include <algorithm>
@@ -97,5 +97,48 @@ struct Events {
     return tokens[id].size();
   }
 };
+
+// The K/V-hash "model" the engine tests over a paged fake decoder share (test_engine_prefix_cache,
+// test_engine_kv_growth): a token at a position stores key(token, pos) as its K/V, and the next token is a hash of
+// every K/V before it (what attention over them decides), below vocab - 1 (the stop id). expected() recomputes a
+// request's tokens from nothing, which a batched, cached, preempted or regrown run must match.
+inline uint64_t key(int32_t token, int32_t pos) {
+  return (uint64_t(uint32_t(token)) << 32 | uint32_t(pos)) * 0x9E3779B97F4A7C15ull + 1;
+}
+inline int32_t next_of(const uint64_t *kv, int32_t n, int32_t vocab) {
+  uint64_t h = 1469598103934665603ull;
+  for (int32_t i = 0; i < n; ++i) h = (h ^ kv[i]) * 1099511628211ull;
+  return int32_t((h >> 17) % uint64_t(vocab - 1));
+}
+inline std::vector<int32_t> expected(const std::vector<int32_t> &prompt, int32_t max_tokens, int32_t vocab) {
+  std::vector<uint64_t> kv;
+  std::vector<int32_t> out;
+  for (size_t p = 0; p < prompt.size(); ++p) kv.push_back(key(prompt[p], int32_t(p)));
+  while (int32_t(out.size()) < max_tokens) {
+    const int32_t t = next_of(kv.data(), int32_t(kv.size()), vocab);
+    out.push_back(t);
+    kv.push_back(key(t, int32_t(kv.size())));
+  }
+  return out;
+}
+
+// A greedy request with no stop id: it runs to max_tokens.
+inline vt_request_params greedy(int32_t max_tokens) {
+  vt_request_params p = vt_request_default_params();
+  p.max_tokens = max_tokens;
+  p.temperature = 0;
+  p.n_stop_ids = 0;
+  return p;
+}
+// n prompt tokens from a seed, below vocab - 1; and two token lists one after the other.
+inline std::vector<int32_t> span(int32_t seed, int32_t n, int32_t vocab) {
+  std::vector<int32_t> t;
+  for (int32_t i = 0; i < n; ++i) t.push_back((seed * 17 + i * 7 + i * i) % (vocab - 1));
+  return t;
+}
+inline std::vector<int32_t> cat(std::vector<int32_t> a, const std::vector<int32_t> &b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
 
 }  // namespace fake_engine

@@ -28,19 +28,15 @@
 using namespace vt;
 using fake_engine::Events;
 using fake_engine::FakeDecoder;
+using fake_engine::cat;
+using fake_engine::greedy;
+using fake_engine::key;
 
 namespace {
 
 constexpr int32_t kVocab = 61;
 
-uint64_t key(int32_t token, int32_t pos) { return (uint64_t(uint32_t(token)) << 32 | uint32_t(pos)) * 0x9E3779B97F4A7C15ull + 1; }
-
-// The next token after K/V values kv[0 .. n): what attention over them decides, here a hash.
-int32_t next_of(const uint64_t *kv, int32_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (int32_t i = 0; i < n; ++i) h = (h ^ kv[i]) * 1099511628211ull;
-  return int32_t((h >> 17) % uint64_t(kVocab - 1));  // never the stop id kVocab - 1
-}
+int32_t next_of(const uint64_t *kv, int32_t n) { return fake_engine::next_of(kv, n, kVocab); }
 
 class KvDecoder : public FakeDecoder {
  public:
@@ -71,15 +67,7 @@ class KvDecoder : public FakeDecoder {
 
 // What a request must get: each next token from every K/V before it, recomputed from nothing.
 std::vector<int32_t> expected(const std::vector<int32_t> &prompt, int32_t max_tokens) {
-  std::vector<uint64_t> kv;
-  std::vector<int32_t> tokens = prompt, out;
-  for (size_t p = 0; p < prompt.size(); ++p) kv.push_back(key(prompt[p], int32_t(p)));
-  while (int32_t(out.size()) < max_tokens) {
-    const int32_t t = next_of(kv.data(), int32_t(kv.size()));
-    out.push_back(t);
-    kv.push_back(key(t, int32_t(kv.size())));
-  }
-  return out;
+  return fake_engine::expected(prompt, max_tokens, kVocab);
 }
 
 struct Setup {
@@ -99,24 +87,7 @@ std::unique_ptr<Engine> make_engine(const Setup &s, KvDecoder **decoder) {
   return Engine::with_decoder(std::move(d), c, m);
 }
 
-vt_request_params greedy(int32_t max_tokens) {
-  vt_request_params p = vt_request_default_params();
-  p.max_tokens = max_tokens;
-  p.temperature = 0;
-  p.n_stop_ids = 0;
-  return p;
-}
-
-std::vector<int32_t> span(int32_t seed, int32_t n) {
-  std::vector<int32_t> t;
-  for (int32_t i = 0; i < n; ++i) t.push_back((seed * 17 + i * 7 + i * i) % (kVocab - 1));
-  return t;
-}
-
-std::vector<int32_t> cat(std::vector<int32_t> a, const std::vector<int32_t> &b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
+std::vector<int32_t> span(int32_t seed, int32_t n) { return fake_engine::span(seed, n, kVocab); }
 
 void wait_idle(Engine &e) {
   for (int t = 0; t < 400 && (e.stats().requests_running > 0 || e.stats().requests_waiting > 0); ++t)

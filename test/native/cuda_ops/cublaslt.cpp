@@ -65,7 +65,6 @@ void test_cublaslt_graph(Env &env, cuda::CublasLt &lt, int64_t M, int64_t K, int
   const std::string name = fmt("cublaslt captured into a CUDA graph and replayed, M %lld K %lld N %lld%s",
                                (long long)M, (long long)K, (long long)N, warm ? "" : " (first use inside the capture)");
   check_case(env, name, [&](std::string &why) {
-    const cuda::Driver &d = cuda::driver();
     const cuda::CUstream s = env.stream.get();
     auto x = rand_act(size_t(M * K), Act::BF16);
     std::vector<uint16_t> w(size_t(N * K));
@@ -77,31 +76,12 @@ void test_cublaslt_graph(Env &env, cuda::CublasLt &lt, int64_t M, int64_t K, int
       lt.matmul(s, dx.ptr(), M, K, dw.ptr(), N, y.ptr(), true, db.ptr());
       env.stream.synchronize();
     }
-    cuda::CUgraph g = nullptr;
-    cuda::CUgraphExec ge = nullptr;
-    struct Owned {
-      const cuda::Driver &d;
-      cuda::CUgraph &g;
-      cuda::CUgraphExec &ge;
-      ~Owned() {
-        if (ge) d.cuGraphExecDestroy(ge);
-        if (g) d.cuGraphDestroy(g);
-      }
-    } owned{d, g, ge};
-    cuda::check(d.cuStreamBeginCapture(s, cuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
-    try {
-      lt.matmul(s, dx.ptr(), M, K, dw.ptr(), N, y.ptr(), true, db.ptr());
-    } catch (...) {
-      d.cuStreamEndCapture(s, &g);  // leave the stream usable
-      throw;
-    }
-    cuda::check(d.cuStreamEndCapture(s, &g), "cuStreamEndCapture");
-    cuda::check(d.cuGraphInstantiate(&ge, g, 0), "cuGraphInstantiate");
+    CapturedGraph graph(s, [&] { lt.matmul(s, dx.ptr(), M, K, dw.ptr(), N, y.ptr(), true, db.ptr()); });
     x = rand_act(size_t(M * K), Act::BF16);
     const std::vector<uint8_t> xb = encode(x, Act::BF16);
     dx.buf.upload(s, xb.data(), xb.size());
     y.buf.fill_bytes(s, 0xff);
-    cuda::check(d.cuGraphLaunch(ge, s), "cuGraphLaunch");
+    graph.launch(s);
     env.stream.synchronize();
     std::vector<float> ref(size_t(M * N));
     cpu::matmul(env.pool, x.data(), M, K, w.data(), DType::BF16, N, b.data(), ref.data());

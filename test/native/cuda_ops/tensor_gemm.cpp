@@ -208,7 +208,6 @@ void test_tensor_gemm(Env &env) {
     const int tile = cuda::TensorGemm::tile_index(name);
     if (cuda::TensorGemm::kTiles[tile].wgmma && !gemm.has_wgmma()) continue;
     check_case(env, fmt("tensor_gemm %s captured into a CUDA graph and replayed", name), [&](std::string &why) {
-      const cuda::Driver &d = cuda::driver();
       const cuda::CUstream s = env.stream.get();
       const int64_t M = tile == cuda::TensorGemm::tile_index("mma_m32n128") ? 24 : 300, K = 1024, N = 520;
       auto x = rand_act(size_t(M * K), Act::BF16);
@@ -216,34 +215,20 @@ void test_tensor_gemm(Env &env) {
       Dev dx = upload_act(x, Act::BF16), y = poisoned(size_t(M * N), Act::F32);
       DeviceBuffer dw = upload_raw(w);
       const cuda::TensorGemm::Choice c{tile, 3};
-      cuda::CUgraph g = nullptr;
-      cuda::CUgraphExec ge = nullptr;
-      cuda::check(d.cuStreamBeginCapture(s, cuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
-      try {
-        gemm.run(s, dx.ptr(), M, K, dw.ptr(), N, 0, y.ptr(), Out::kF32, c);
-      } catch (...) {
-        d.cuStreamEndCapture(s, &g);
-        if (g) d.cuGraphDestroy(g);
-        throw;
-      }
-      cuda::check(d.cuStreamEndCapture(s, &g), "cuStreamEndCapture");
-      const cuda::CUresult ir = d.cuGraphInstantiate(&ge, g, 0);
-      d.cuGraphDestroy(g);
-      cuda::check(ir, "cuGraphInstantiate");
+      CapturedGraph graph(s, [&] { gemm.run(s, dx.ptr(), M, K, dw.ptr(), N, 0, y.ptr(), Out::kF32, c); });
       bool ok = true;
       for (int replay = 0; replay < 2 && ok; ++replay) {
         x = rand_act(size_t(M * K), Act::BF16);
         const std::vector<uint8_t> xb = encode(x, Act::BF16);
         dx.buf.upload(s, xb.data(), xb.size());
         y.buf.fill_bytes(s, 0xff);
-        cuda::check(d.cuGraphLaunch(ge, s), "cuGraphLaunch");
+        graph.launch(s);
         env.stream.synchronize();
         bool guard = false;
         const auto got = download(y, &guard);
         ok = close(got, reference_cpu(env, x, M, K, w, N, nullptr, Out::kF32), 1e-5, guard, &why,
                    accumulation_floor(terms_rms_sampled(x, M, K, w, N), K, 1e-5));
       }
-      d.cuGraphExecDestroy(ge);
       return ok;
     });
   }
