@@ -14,12 +14,15 @@ using namespace vtk;
     gemm_wgmma<WgTile_##NAME, Y, SWIGLU>(ta, tb, bias, y, M, N, K, splits, ws, tickets);                             \
   }
 
-#define VT_GEMM_WGMMA_TILE(NAME, BM, BN, ST)    \
-  using WgTile_##NAME = WgTile<BM, BN, ST>;     \
+#define VT_GEMM_WGMMA_TILE(NAME, BM, BN, ST, PINGPONG) \
+  using WgTile_##NAME = WgTile<BM, BN, ST, PINGPONG>;  \
   VT_GEMM_WGMMA_ENTRY(NAME, bf16, bf16, false)  \
   VT_GEMM_WGMMA_ENTRY(NAME, f32, float, false)  \
   VT_GEMM_WGMMA_ENTRY(NAME, swiglu, bf16, true)
 
-VT_GEMM_WGMMA_TILE(m128n256, 128, 256, 4)
-VT_GEMM_WGMMA_TILE(m128n128, 128, 128, 6)
-VT_GEMM_WGMMA_TILE(m64n256, 64, 256, 4)
+VT_GEMM_WGMMA_TILE(m128n256, 128, 256, 4, false)
+VT_GEMM_WGMMA_TILE(m128n128, 128, 128, 6, false)
+VT_GEMM_WGMMA_TILE(m64n256, 64, 256, 4, false)
+// pingpong: two consumers on alternate tiles, each tile whole
+VT_GEMM_WGMMA_TILE(pp_m128n128, 128, 128, 6, true)
+VT_GEMM_WGMMA_TILE(pp_m64n256, 64, 256, 5, true)

@@ -10,6 +10,9 @@
 //   - each consumer warpgroup multiplies its 64 rows against the BN columns with wgmma m64nBNk16 (A and B from
 //     shared memory through descriptors), one commit group per stage, keeping one group in flight: a stage is
 //     released once the group after it has been issued and the one reading it has completed;
+//   - or, pingpong (WgTile's kPingpong), two consumers take alternate tiles whole, and hand the main loop to each
+//     other through named barriers: while one stores its tile, the other's products keep the tensor cores busy
+//     (the cooperative tiles leave them idle during the epilogue, which short K makes a large share);
 //   - the epilogue stores straight from the accumulators (fragment rows g and g + 8 of each warp's 16, column
 //     pairs 2t, 2t + 1 of each n8 block), as gemm_mma.cuh does;
 //   - split-K (splits > 1), for products whose tiles cannot fill the GPU (few rows: batched decode; few columns):
@@ -37,15 +40,22 @@ struct alignas(64) TmaDesc {
   unsigned long long q[16];
 };
 
-template <int BM_, int BN_, int ST_>
+// kPingpong false: the consumers share each tile (cooperative), one 64-row slice each. true: two consumers, each
+// taking every other tile whole (BM rows: BM / 64 wgmma row blocks), their main loops in turn (a named-barrier
+// hand-off) so one's epilogue runs under the other's products.
+template <int BM_, int BN_, int ST_, bool kPingpong_ = false>
 struct WgTile {
   static constexpr int BM = BM_, BN = BN_, BK = 64, ST = ST_;
-  static constexpr int kConsumers = BM / 64;
+  static constexpr bool kPingpong = kPingpong_;
+  static constexpr int kConsumers = kPingpong ? 2 : BM / 64;
+  static constexpr int kSub = kPingpong ? BM / 64 : 1;          // 64-row blocks a consumer multiplies per tile
+  static constexpr int kAccThreads = kPingpong ? 128 : kConsumers * 128;  // threads holding one tile's sums
+  static constexpr int kAcc = kSub * BN / 2;                    // and how many each holds
   static constexpr int kThreads = (kConsumers + 1) * 128;
   static constexpr int kABytes = BM * BK * 2, kBBytes = BN * BK * 2, kStageBytes = kABytes + kBBytes;
   // the stages, their 2 ST barriers, and the slack to align the first stage to 1024 bytes (the swizzle atom)
   static constexpr int kSmemBytes = ST * kStageBytes + 2 * ST * 8 + 1024;
-  static_assert(BM % 64 == 0 && BM <= 128 && (BN == 128 || BN == 256), "tile geometry");
+  static_assert(BM % 64 == 0 && BM <= 128 && (BN == 128 || BN == 256) && kAcc <= 128, "tile geometry");
 };
 
 #if VT_SM90A
@@ -159,7 +169,7 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
                                            float *__restrict__ ws, int *__restrict__ tickets) {
 #if VT_SM90A
   extern __shared__ uint8_t wg_smem[];
-  __shared__ int last_split;
+  __shared__ int last_split[2];  // per consumer (pingpong), [0] otherwise
   const uint32_t raw = smem_addr(wg_smem), base = (raw + 1023u) & ~1023u;
   const uint32_t full0 = base + C::ST * C::kStageBytes, empty0 = full0 + C::ST * 8;
   const int wg = threadIdx.x / 128;
@@ -172,7 +182,7 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
   auto b_stage = [&](int s) { return base + uint32_t(C::ST * C::kABytes + s * C::kBBytes); };
 
   if (threadIdx.x == 0) {
-    for (int s = 0; s < C::ST; ++s) mbar_init(full0 + 8 * s, 1), mbar_init(empty0 + 8 * s, C::kConsumers * 4);
+    for (int s = 0; s < C::ST; ++s) mbar_init(full0 + 8 * s, 1), mbar_init(empty0 + 8 * s, (C::kPingpong ? 1 : C::kConsumers) * 4);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
@@ -206,22 +216,41 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
   }
   if constexpr (C::kConsumers == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
   const int c = wg - 1, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  float acc[C::BN / 2];
-  int it = 0;
-  for (int work = blockIdx.x; work < n_work; work += gridDim.x) {
+  const int ct = C::kPingpong ? threadIdx.x % 128 : threadIdx.x - 128;  // among the threads holding a tile's sums
+  const int ls = C::kPingpong ? c : 0;
+  // Named barriers: 1 and 2 pass the main loop from one pingpong consumer to the other (128 arrive, 128 sync);
+  // 3 (+ c when pingpong) gathers the threads of a tile's sums for split-K's ticket.
+  const int split_bar = 3 + ls;
+  float acc[C::kSub][C::BN / 2];
+  int it = 0, j = 0;
+  for (int work = blockIdx.x; work < n_work; work += gridDim.x, ++j) {
     const int tile = work / splits, z = work % splits;
     const int row0 = (tile % tiles_m) * C::BM, col0 = (tile / tiles_m) * tile_n;
     const int kb0 = z * kb_per, nkb = max(0, min(kb_all, kb0 + kb_per) - kb0);
+    if (C::kPingpong && (j & 1) != c) {  // the other consumer's tile: its stages go by
+      it += nkb;
+      continue;
+    }
+    // Pingpong: this main loop starts once the other consumer's has finished (it waited on every stage of the
+    // tile before this one, so the stages' barriers are at most one phase behind this loop's waits).
+    if (C::kPingpong && j > 0) asm volatile("bar.sync %0, 256;" ::"r"(1 + (c ^ 1)) : "memory");
 #pragma unroll
-    for (int i = 0; i < C::BN / 2; ++i) acc[i] = 0.f;
+    for (int u = 0; u < C::kSub; ++u)
+#pragma unroll
+      for (int i = 0; i < C::BN / 2; ++i) acc[u][i] = 0.f;
     int prev = 0;
     for (int kb = 0; kb < nkb; ++kb, ++it) {
       const int s = it % C::ST;
       mbar_wait(full0 + 8 * s, (it / C::ST) & 1);
       wgmma_fence();
-      const uint32_t a = a_stage(s) + uint32_t(c * 64 * 128), b = b_stage(s);
+      const uint32_t b = b_stage(s);
 #pragma unroll
-      for (int kk = 0; kk < C::BK / 16; ++kk) wgmma_bn<C::BN>(acc, desc_sw128(a + 32 * kk), desc_sw128(b + 32 * kk));
+      for (int kk = 0; kk < C::BK / 16; ++kk)
+#pragma unroll
+        for (int u = 0; u < C::kSub; ++u) {
+          const uint32_t a = a_stage(s) + uint32_t((C::kPingpong ? u : c) * 64 * 128);
+          wgmma_bn<C::BN>(acc[u], desc_sw128(a + 32 * kk), desc_sw128(b + 32 * kk));
+        }
       wgmma_commit();
       if (kb > 0) {
         wgmma_wait<1>();
@@ -230,64 +259,73 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
       prev = s;
     }
     wgmma_wait<0>();
-    fence_regs(acc);
+#pragma unroll
+    for (int u = 0; u < C::kSub; ++u) fence_regs(acc[u]);
     if (lane == 0 && nkb > 0) mbar_arrive(empty0 + 8 * prev);
+    if (C::kPingpong && work + int(gridDim.x) < n_work) asm volatile("bar.arrive %0, 256;" ::"r"(1 + c) : "memory");
 
     if (splits > 1) {
-      constexpr int kConsumerThreads = C::kConsumers * 128;
-      const int ct = threadIdx.x - 128;  // this thread among the consumers
-      float4 *mine = reinterpret_cast<float4 *>(ws) + ((long long)(tile * splits + z) * kConsumerThreads + ct) * (C::BN / 8);
+      float4 *mine = reinterpret_cast<float4 *>(ws) + ((long long)(tile * splits + z) * C::kAccThreads + ct) * (C::kAcc / 4);
 #pragma unroll
-      for (int i = 0; i < C::BN / 8; ++i)
-        __stcg(mine + i, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+      for (int u = 0; u < C::kSub; ++u)
+#pragma unroll
+        for (int i = 0; i < C::BN / 8; ++i)
+          __stcg(mine + u * (C::BN / 8) + i, make_float4(acc[u][4 * i], acc[u][4 * i + 1], acc[u][4 * i + 2], acc[u][4 * i + 3]));
       __threadfence();
-      asm volatile("bar.sync 1, %0;" ::"r"(kConsumerThreads) : "memory");  // the consumers only
-      if (ct == 0) last_split = atomicAdd(tickets + tile, 1) == splits - 1;
-      asm volatile("bar.sync 1, %0;" ::"r"(kConsumerThreads) : "memory");
-      if (!last_split) continue;
+      asm volatile("bar.sync %0, %1;" ::"r"(split_bar), "r"(C::kAccThreads) : "memory");
+      if (ct == 0) last_split[ls] = atomicAdd(tickets + tile, 1) == splits - 1;
+      asm volatile("bar.sync %0, %1;" ::"r"(split_bar), "r"(C::kAccThreads) : "memory");
+      if (!last_split[ls]) continue;
       __threadfence();
 #pragma unroll
-      for (int i = 0; i < C::BN / 2; ++i) acc[i] = 0.f;
+      for (int u = 0; u < C::kSub; ++u)
+#pragma unroll
+        for (int i = 0; i < C::BN / 2; ++i) acc[u][i] = 0.f;
       for (int sp = 0; sp < splits; ++sp) {
-        const float4 *part = reinterpret_cast<const float4 *>(ws) + ((long long)(tile * splits + sp) * kConsumerThreads + ct) * (C::BN / 8);
+        const float4 *part = reinterpret_cast<const float4 *>(ws) + ((long long)(tile * splits + sp) * C::kAccThreads + ct) * (C::kAcc / 4);
 #pragma unroll
-        for (int i = 0; i < C::BN / 8; ++i) {
-          const float4 p = __ldcg(part + i);
-          acc[4 * i] += p.x, acc[4 * i + 1] += p.y, acc[4 * i + 2] += p.z, acc[4 * i + 3] += p.w;
-        }
+        for (int u = 0; u < C::kSub; ++u)
+#pragma unroll
+          for (int i = 0; i < C::BN / 8; ++i) {
+            const float4 p = __ldcg(part + u * (C::BN / 8) + i);
+            acc[u][4 * i] += p.x, acc[u][4 * i + 1] += p.y, acc[u][4 * i + 2] += p.z, acc[u][4 * i + 3] += p.w;
+          }
       }
       if (ct == 0) tickets[tile] = 0;
     }
 
-    const int r0 = row0 + c * 64 + warp * 16 + g;
-    if constexpr (kSwiGLU) {
-      const int I = N / 2;
 #pragma unroll
-      for (int j = 0; j < C::BN / 16; ++j) {
-        const int col = col0 + 8 * j + 2 * t;
-        if (col >= I) continue;
+    for (int u = 0; u < C::kSub; ++u) {
+      const int r0 = row0 + (C::kPingpong ? u : c) * 64 + warp * 16 + g;
+      if constexpr (kSwiGLU) {
+        const int I = N / 2;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = r0 + 8 * h;
-          if (row >= M) continue;
-          float v[2];
+        for (int jn = 0; jn < C::BN / 16; ++jn) {
+          const int col = col0 + 8 * jn + 2 * t;
+          if (col >= I) continue;
 #pragma unroll
-          for (int e = 0; e < 2; ++e) v[e] = swiglu(acc[4 * j + 2 * h + e], acc[4 * (j + C::BN / 16) + 2 * h + e]);
-          store_pair(y, (long long)row * I + col, col + 1 < I, (I & 1) == 0 && col + 1 < I, v[0], v[1]);
+          for (int h = 0; h < 2; ++h) {
+            const int row = r0 + 8 * h;
+            if (row >= M) continue;
+            float v[2];
+#pragma unroll
+            for (int e = 0; e < 2; ++e) v[e] = swiglu(acc[u][4 * jn + 2 * h + e], acc[u][4 * (jn + C::BN / 16) + 2 * h + e]);
+            store_pair(y, (long long)row * I + col, col + 1 < I, (I & 1) == 0 && col + 1 < I, v[0], v[1]);
+          }
         }
-      }
-    } else {
+      } else {
 #pragma unroll
-      for (int j = 0; j < C::BN / 8; ++j) {
-        const int col = col0 + 8 * j + 2 * t;
-        if (col >= N) continue;
-        const float b0 = bias ? bias[col] : 0.f, b1 = bias && col + 1 < N ? bias[col + 1] : 0.f;
+        for (int jn = 0; jn < C::BN / 8; ++jn) {
+          const int col = col0 + 8 * jn + 2 * t;
+          if (col >= N) continue;
+          const float b0 = bias ? bias[col] : 0.f, b1 = bias && col + 1 < N ? bias[col + 1] : 0.f;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = r0 + 8 * h;
-          if (row < M)
-            store_pair(y, (long long)row * N + col, col + 1 < N, (N & 1) == 0 && col + 1 < N, acc[4 * j + 2 * h] + b0,
-                       acc[4 * j + 2 * h + 1] + b1);
+          for (int h = 0; h < 2; ++h) {
+            const int row = r0 + 8 * h;
+            if (row < M)
+              store_pair(y, (long long)row * N + col, col + 1 < N, (N & 1) == 0 && col + 1 < N,
+                         acc[u][4 * jn + 2 * h] + b0, acc[u][4 * jn + 2 * h + 1] + b1);
+          }
         }
       }
     }
