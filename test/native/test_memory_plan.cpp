@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "check.h"
+#include "backend/cuda/cuda_decoder.h"
 #include "backend/cuda/cuda_plan.h"
 #include "memory_plan.h"
 #include "status.h"
@@ -378,7 +379,26 @@ static void qwen3_chunks() {
   }
 }
 
+// With bf16 activations our tensor-core GEMMs run a SwiGLU layer as one fused product, so the plan holds no gate|up
+// scratch (max_tokens x 2I in bf16: 403 MB for an 8B at 8,192 rows); the cuBLASLt A/B arm (VT_CUDA_GEMM=cublaslt)
+// runs the product and silu_mul apart, and plans exactly that scratch more. fp32 activations keep it either way.
+static void fused_swiglu_scratch() {
+  const vt::ModelConfig c = tiny_config();
+  vt::CudaDecoderParams p;
+  p.act = vt::cuda::Act::BF16;
+  p.max_tokens = 512, p.max_seqs = 8, p.max_logit_rows = 8, p.block_size = 16, p.max_context = 1024;
+  const int64_t ours = vt::CudaDecoder::plan_workspace(c, p, 132, false).total;
+  p.tuning.gemm = "cublaslt";
+  const int64_t split = vt::CudaDecoder::plan_workspace(c, p, 132, false).total;
+  CHECK(split - ours == int64_t(512) * 2 * c.intermediate_size * 2);
+  p.act = vt::cuda::Act::F32;
+  const int64_t f32_lt = vt::CudaDecoder::plan_workspace(c, p, 132, false).total;
+  p.tuning.gemm.clear();
+  CHECK(vt::CudaDecoder::plan_workspace(c, p, 132, false).total == f32_lt);
+}
+
 int main() {
+  fused_swiglu_scratch();
   gpu_memory_utilization();
   prefix_caching();
   defaults();

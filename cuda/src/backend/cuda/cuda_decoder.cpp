@@ -56,10 +56,11 @@ bool CudaDecoder::processors_on_device(const ModelConfig &c, const CudaTuning &t
 
 namespace {
 
-CudaModelOps::Params model_ops_params(const CudaDecoderParams &p, int32_t attn_rows, int32_t gemv_rows) {
+CudaModelOps::Params model_ops_params(const CudaDecoderParams &p, int32_t attn_rows, int32_t gemv_rows,
+                                      bool fused_swiglu) {
   CudaModelOps::Params mp;
   mp.act = p.act, mp.max_tokens = p.max_tokens, mp.attn_rows = attn_rows, mp.max_context = std::max(p.max_context, 1);
-  mp.gemv_rows = gemv_rows, mp.tuning = p.tuning;
+  mp.gemv_rows = gemv_rows, mp.tuning = p.tuning, mp.fused_swiglu = fused_swiglu;
   return mp;
 }
 
@@ -77,7 +78,9 @@ CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const C
   // The model's activations and the ops' scratch: the model declared over a sizing CudaModelOps.
   const ModelEntry &entry = model_entry(c);
   const Weights shapes = entry.weight_shapes(c);
-  CudaModelOps sizing(c, model_ops_params(p, ws.attn_rows, 8), sm_count);
+  // (Our GEMMs serve every bf16 product unless the cuBLASLt A/B arm asks otherwise: every target has them.)
+  const bool ours = p.act == cuda::Act::BF16 && p.tuning.gemm != "cublaslt";
+  CudaModelOps sizing(c, model_ops_params(p, ws.attn_rows, 8, ours), sm_count);
   const std::unique_ptr<Model> model = entry.make(c, shapes, sizing);
   // The step's integers (meta_layout) at their largest: T rows, S sequences, 4 (T + S) prefill tiles.
   ws.meta_elems = meta_layout(size_t(R), size_t(T), size_t(S), size_t(ws.table_width)).tiles + size_t(4 * (T + S));
@@ -167,7 +170,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   const int total_mib = int(std::max<int64_t>(w.bytes >> 20, 1));
   if (progress)
     up.uploaded = [&](int64_t bytes) { progress("weights", int(std::min<int64_t>(bytes >> 20, total_mib)), total_mib); };
-  mops_ = std::make_unique<CudaModelOps>(c_, model_ops_params(p, attn_rows_, gemv_rows), *ctx_, *ops_,
+  mops_ = std::make_unique<CudaModelOps>(c_, model_ops_params(p, attn_rows_, gemv_rows, gemm_ && !blas_first), *ctx_, *ops_,
                                          blas_first ? nullptr : gemm_.get(), blas_.get(),
                                          stream_->get());
   mops_->set_upload(&up);

@@ -156,7 +156,9 @@ Linear CudaModelOps::linear_weights(std::initializer_list<const Matrix *> parts,
     for (; i < d.part_rows.size(); ++i) all.insert(all.end(), size_t(d.part_rows[i]), 0.f);
     d.m.bias = upload_floats(all);
   }
-  if (parts.size() == 2 && d.m.rows > gate_up_cols_) {  // gate|up before SiLU·mul, where the fused GEMV does not run
+  // gate|up before SiLU·mul, where neither the fused GEMV nor the fused GEMM runs (8B, 8,192 rows: 403 MB)
+  const bool fused = p_.fused_swiglu && d.m.dtype == DType::BF16 && !d.m.bias && d.m.cols % 8 == 0;
+  if (parts.size() == 2 && !fused && d.m.rows > gate_up_cols_) {
     gate_up_cols_ = d.m.rows;
     gate_up_ = alloc(size_t(p_.max_tokens * gate_up_cols_) * as_);
   }
@@ -304,6 +306,7 @@ void CudaModelOps::linear(Tensor x, Linear wi, Tensor out, const Epilogue &e) {
       } else if (!gemv && !m.bias && gemm_takes(X.ptr, m)) {
         gemm_->run(stream_, X.ptr, T, X.cols, m.ptr, m.rows, 0, Y.ptr, cuda::TensorGemm::Out::kSwiGLU);
       } else {
+        if (!gate_up_) fail(VT_ERR_INTERNAL, "CudaModelOps: a SwiGLU product planned as fused had to be split");
         product(X.ptr, T, m, gate_up_);
         ops_->silu_mul(stream_, gate_up_, gate_up_ + CUdeviceptr(I * int64_t(as_)), T, I, 2 * I, Y.ptr);
       }

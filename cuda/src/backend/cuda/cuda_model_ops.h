@@ -57,6 +57,9 @@ class CudaModelOps : public ModelOps {
     int32_t attn_rows = 0;    // rows up to which decode attention takes the split-K kernel (its partials' rows)
     int32_t max_context = 0;  // keys per sequence at most (sizes the split-K partials)
     int32_t gemv_rows = 8;    // products of up to this many rows take the GEMV (1 .. kNormSsRows)
+    // Our tensor-core GEMMs serve the products (bf16 activations, not the cuBLASLt A/B arm): a SwiGLU layer they
+    // can take (bf16, no bias, K % 8 == 0) runs as one fused product, so it needs no gate|up scratch.
+    bool fused_swiglu = false;
     CudaTuning tuning;
   };
   // Sizing only (the memory plan, before any load): the same declarations, nothing allocated; workspace_bytes()
