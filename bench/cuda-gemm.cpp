@@ -9,9 +9,9 @@
 // Prints, per product and M: cuBLASLt, the GEMV, the table's choice and the best of ours (with its tile), in us,
 // TFLOP/s and weight GB/s, beside the device copy rate and the GPU's dense bf16 peak (the clocks and SMs the
 // driver reports x 1024 bf16 FMA per SM per clock on Hopper, 512 on Ampere / Ada / Blackwell consumer parts: a
-// datasheet figure, said as such). Then the table this GPU should use: per M bucket the tile (and split-K blocks
-// per SM) with the least total time over all the products, and the GEMV's row limit (the most rows at which the
-// GEMV's total is still the least), as C++ rules for gemm_table.cpp. SwiGLU: cuBLASLt's figure is its plain
+// datasheet figure, said as such). Then the table this GPU should use: the GEMV's row limit (the most rows at which
+// the GEMV's step time is still the least) and per product and M the fastest tile (and split-K blocks per SM), as
+// C++ entries for gemm_table.cpp's shapes. SwiGLU: cuBLASLt's figure is its plain
 // product over gate|up plus our silu_mul, which is what the engine would otherwise run.
 #include <algorithm>
 #include <cmath>
@@ -208,37 +208,50 @@ int main(int argc, char **argv) {
       }
     }
 
-    // The table. A candidate's score at M: per model, its step time (each product times how often a step runs it)
-    // over the step time of the best kernel per product, summed over the two models (lower is better, 2 is the
-    // least); only candidates measured on every product of that M. The GEMV: its rows while its score beats the
-    // best candidate's from M = 1 up.
-    std::printf("\n// bench_cuda_gemm on %s (cc %d), %s: per M the candidate with the least step time (score: per model "
-                "step time / per-product best, summed)\n",
+    // The table: per M, each product's fastest candidate (gemm_table.h's shapes). The GEMV keeps the rows from 1 up
+    // while its step time is the least: per model, its products' time (each times its layers) over the per-product
+    // best's, summed over the two models (2 is the least). Printed with each M's step times beside cuBLASLt's.
+    std::printf("\n// bench_cuda_gemm on %s (cc %d), %s: per M, the step's products (each times its layers) on the fastest "
+                "tile per product, on the GEMV, and on cuBLASLt\n",
                 ctx.name().c_str(), ctx.compute_capability(), bench_date().c_str());
-    auto score = [&](int64_t M, const std::map<const Product *, double> &t) -> double {
-      double num[2] = {0, 0}, den[2] = {0, 0};
-      for (const auto &[p, best] : best_times[M]) {
-        const auto it = t.find(p);
-        if (it == t.end()) return INFINITY;
-        num[p->model] += p->count * it->second, den[p->model] += p->count * best;
-      }
-      return (den[0] > 0 ? num[0] / den[0] : 0) + (den[1] > 0 ? num[1] / den[1] : 0);
+    auto step = [&](int model, const std::map<const Product *, double> &t) {
+      double sum = 0;
+      for (const auto &[p, us] : t)
+        if (p->model == model) sum += p->count * us;
+      return sum;
     };
     int64_t gemv_rows = 0;
     bool gemv_run = true;
     for (int64_t M : ms) {
-      std::string best_label;
-      double best_score = INFINITY;
-      for (const auto &[label, t] : times[M])
-        if (const double sc = score(M, t); sc < best_score) best_score = sc, best_label = label;
-      if (best_label.empty()) continue;
-      const double gemv_score = gemv_times[M].empty() ? INFINITY : score(M, gemv_times[M]);
-      if (gemv_run && gemv_score <= best_score) gemv_rows = M;
+      const auto &best = best_times[M], &gemv = gemv_times[M];
+      double gemv_score = gemv.size() == best.size() ? 0 : INFINITY;
+      std::string line;
+      for (int model = 0; model < 2; ++model) {
+        const double b = step(model, best), g = step(model, gemv);
+        if (b > 0 && std::isfinite(gemv_score)) gemv_score += g / b;
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "  %s %.0f us (gemv %.2fx)", model ? "8B" : "0.6B", b, g > 0 ? g / b : NAN);
+        line += buf;
+      }
+      if (gemv_run && gemv_score <= 2.0) gemv_rows = M;
       else gemv_run = false;
-      std::printf("//   M %5lld: %-22s score %.3f%s\n", (long long)M, best_label.c_str(), best_score,
-                  std::isinf(gemv_score) ? "" : (", gemv " + std::to_string(gemv_score)).c_str());
+      std::printf("//   M %5lld:%s\n", (long long)M, line.c_str());
     }
-    std::printf("// gemv_rows %lld\n", (long long)gemv_rows);
+    std::printf("// gemv_rows %lld\n// shapes (M, N, K, out, tile, split-K blocks per SM):\n", (long long)gemv_rows);
+    for (int64_t M : ms) {
+      if (M <= gemv_rows) continue;
+      for (const Product &p : kProducts) {
+        std::string label;
+        double us = INFINITY;
+        for (const auto &[l, t] : times[M])
+          if (const auto it = t.find(&p); it != t.end() && it->second < us) us = it->second, label = l;
+        if (label.empty()) continue;
+        const size_t cut = label.find("/sk");
+        const std::string tile = label.substr(0, cut), sk = cut == std::string::npos ? "0" : label.substr(cut + 3);
+        std::printf("    {%lld, %lld, %lld, %d, \"%s\", %s},  // %s\n", (long long)M, (long long)p.N, (long long)p.K,
+                    int(p.out), tile.c_str(), sk.c_str(), p.name);
+      }
+    }
     if (!json_path.empty()) {
       nlohmann::json j = {{"meta", bench_meta()}, {"date", bench_date()}, {"gpu", ctx.name()},
                           {"cc", ctx.compute_capability()}, {"copy_gbs", copy_gbs}, {"peak_tflops", peak_tflops},

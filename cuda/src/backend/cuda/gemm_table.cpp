@@ -1,19 +1,103 @@
 // The GEMM selection table (gemm_table.h): rules as bench_cuda_gemm measured them (bench/RESULTS.md, issue 30).
 #include "backend/cuda/gemm_table.h"
 
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
 namespace vt::cuda {
 
 namespace {
 
-// Hopper with the sm_90a kernels, H100 80GB HBM3, 2026-12-07 (bench_cuda_gemm; bench/RESULTS.md, issue 30). Each
-// rule is the tile whose step time over both models' products (each times its layers) was least at those rows:
-// up to 32 rows the mma.sync tiles with split-K to one work item per SM (8 rows: 1.05x the best kernel per
-// product; the unsplit wgmma_m64n256 1.38x), then wgmma_m128n128 (128 and 512 rows: 1.01x), then wgmma_m128n256
-// (2,048 rows: 1.08x). cuBLASLt's step time was 0.69x (32 rows) to 0.88x (2,048 rows) of these. The wgmma split-K
-// (written after that run, not yet run on a GPU) stays out of the rules until it is measured. The GEMV keeps 4
-// rows: at 8 rows a step's products took 1.31x the best tiles' time, at 16 rows 2.5x; fewer were not measured.
+// Hopper with the sm_90a kernels, H100 80GB HBM3, 2026-12-07 (bench_cuda_gemm, kernels of 8bc1f33; bench/RESULTS.md,
+// issue 30): per product of Qwen3-0.6B and Qwen3-8B and per M, the fastest tile. One tile for all products at a
+// given M cost up to 1.38x the per-product best (32 rows: mma_m32n128 for everything, where the 0.6B's products
+// wanted mma_m16n128 and the 8B's gate|up wgmma_m64n256); per product, our step's products took 1.16x (8 rows) to
+// 1.49x (128 rows, the 0.6B) of cuBLASLt's time, and 1.01x / 0.99x at 2,048 rows. The GEMV keeps 1-4 rows (at 4
+// rows the 0.6B's products took 0.91x the tiles' time, the 8B's 1.04x; at 8 rows 1.26x / 1.34x). The wgmma split-K
+// won nowhere (a median 2.2x its tile's unsplit time, 0.78x at best: a cost not yet understood), so no entry has it.
+constexpr GemmShape kHopperShapes[] = {
+    {8, 1024, 3072, 0, "mma_m16n128", 2},               // 0.6B down
+    {8, 6144, 1024, 2, "mma_m16n128", 0},               // 0.6B gate_up
+    {8, 151936, 1024, 1, "wgmma_pp_m64n256", 0},        // 0.6B lm_head
+    {8, 1024, 2048, 0, "mma_m16n128", 1},               // 0.6B o_proj
+    {8, 4096, 1024, 0, "mma_m16n128", 2},               // 0.6B qkv
+    {8, 4096, 12288, 0, "mma_m16n128", 1},              // 8B down
+    {8, 24576, 4096, 2, "wgmma_m64n256", 0},            // 8B gate_up
+    {8, 151936, 4096, 1, "wgmma_m64n256", 0},           // 8B lm_head
+    {8, 4096, 4096, 0, "mma_m16n128", 1},               // 8B o_proj
+    {8, 6144, 4096, 0, "mma_m16n128", 1},               // 8B qkv
+    {16, 1024, 3072, 0, "mma_m16n128", 1},              // 0.6B down
+    {16, 6144, 1024, 2, "mma_m16n128", 0},              // 0.6B gate_up
+    {16, 151936, 1024, 1, "wgmma_pp_m64n256", 0},       // 0.6B lm_head
+    {16, 1024, 2048, 0, "mma_m16n128", 1},              // 0.6B o_proj
+    {16, 4096, 1024, 0, "mma_m16n128", 2},              // 0.6B qkv
+    {16, 4096, 12288, 0, "mma_m16n128", 1},             // 8B down
+    {16, 24576, 4096, 2, "wgmma_m64n256", 0},           // 8B gate_up
+    {16, 151936, 4096, 1, "wgmma_pp_m64n256", 0},       // 8B lm_head
+    {16, 4096, 4096, 0, "mma_m16n128", 1},              // 8B o_proj
+    {16, 6144, 4096, 0, "mma_m16n128", 1},              // 8B qkv
+    {32, 1024, 3072, 0, "mma_m16n128", 1},              // 0.6B down
+    {32, 6144, 1024, 2, "mma_m16n128", 0},              // 0.6B gate_up
+    {32, 151936, 1024, 1, "wgmma_pp_m64n256", 0},       // 0.6B lm_head
+    {32, 1024, 2048, 0, "mma_m16n128", 4},              // 0.6B o_proj
+    {32, 4096, 1024, 0, "mma_m16n128", 0},              // 0.6B qkv
+    {32, 4096, 12288, 0, "mma_m32n128", 1},             // 8B down
+    {32, 24576, 4096, 2, "wgmma_m64n256", 0},           // 8B gate_up
+    {32, 151936, 4096, 1, "wgmma_m64n256", 0},          // 8B lm_head
+    {32, 4096, 4096, 0, "mma_m16n128", 1},              // 8B o_proj
+    {32, 6144, 4096, 0, "wgmma_pp_m64n256", 0},         // 8B qkv
+    {64, 1024, 3072, 0, "mma_m16n128", 1},              // 0.6B down
+    {64, 6144, 1024, 2, "wgmma_m128n128", 0},           // 0.6B gate_up
+    {64, 151936, 1024, 1, "wgmma_pp_m64n256", 0},       // 0.6B lm_head
+    {64, 1024, 2048, 0, "mma_m16n128", 1},              // 0.6B o_proj
+    {64, 4096, 1024, 0, "wgmma_m128n128", 0},           // 0.6B qkv
+    {64, 4096, 12288, 0, "wgmma_m128n128", 0},          // 8B down
+    {64, 24576, 4096, 2, "wgmma_m64n256", 0},           // 8B gate_up
+    {64, 151936, 4096, 1, "wgmma_m64n256", 0},          // 8B lm_head
+    {64, 4096, 4096, 0, "wgmma_m128n128", 0},           // 8B o_proj
+    {64, 6144, 4096, 0, "wgmma_m128n128", 0},           // 8B qkv
+    {128, 1024, 3072, 0, "mma_m16n128", 1},             // 0.6B down
+    {128, 6144, 1024, 2, "wgmma_m128n128", 0},          // 0.6B gate_up
+    {128, 151936, 1024, 1, "wgmma_pp_m64n256", 0},      // 0.6B lm_head
+    {128, 1024, 2048, 0, "mma_m16n128", 1},             // 0.6B o_proj
+    {128, 4096, 1024, 0, "wgmma_m128n128", 0},          // 0.6B qkv
+    {128, 4096, 12288, 0, "wgmma_m128n128", 0},         // 8B down
+    {128, 24576, 4096, 2, "wgmma_m128n256", 0},         // 8B gate_up
+    {128, 151936, 4096, 1, "wgmma_pp_m64n256", 0},      // 8B lm_head
+    {128, 4096, 4096, 0, "wgmma_m128n128", 0},          // 8B o_proj
+    {128, 6144, 4096, 0, "wgmma_m128n128", 0},          // 8B qkv
+    {256, 1024, 3072, 0, "wgmma_m128n128", 0},          // 0.6B down
+    {256, 6144, 1024, 2, "wgmma_m128n128", 0},          // 0.6B gate_up
+    {256, 151936, 1024, 1, "wgmma_m128n256", 0},        // 0.6B lm_head
+    {256, 1024, 2048, 0, "wgmma_m128n128", 0},          // 0.6B o_proj
+    {256, 4096, 1024, 0, "wgmma_m128n128", 0},          // 0.6B qkv
+    {256, 4096, 12288, 0, "wgmma_m128n128", 0},         // 8B down
+    {256, 24576, 4096, 2, "wgmma_pp_m128n128", 0},      // 8B gate_up
+    {256, 151936, 4096, 1, "wgmma_m128n128", 0},        // 8B lm_head
+    {256, 4096, 4096, 0, "wgmma_m128n128", 0},          // 8B o_proj
+    {256, 6144, 4096, 0, "wgmma_m128n128", 0},          // 8B qkv
+    {512, 1024, 3072, 0, "wgmma_m128n128", 0},          // 0.6B down
+    {512, 6144, 1024, 2, "wgmma_m128n256", 0},          // 0.6B gate_up
+    {512, 1024, 2048, 0, "wgmma_m128n128", 0},          // 0.6B o_proj
+    {512, 4096, 1024, 0, "wgmma_pp_m64n256", 0},        // 0.6B qkv
+    {512, 4096, 12288, 0, "wgmma_m128n128", 0},         // 8B down
+    {512, 24576, 4096, 2, "wgmma_m128n256", 0},         // 8B gate_up
+    {512, 4096, 4096, 0, "wgmma_m128n128", 0},          // 8B o_proj
+    {512, 6144, 4096, 0, "wgmma_m128n256", 0},          // 8B qkv
+    {2048, 1024, 3072, 0, "wgmma_pp_m64n256", 0},       // 0.6B down
+    {2048, 6144, 1024, 2, "wgmma_pp_m64n256", 0},       // 0.6B gate_up
+    {2048, 1024, 2048, 0, "wgmma_pp_m64n256", 0},       // 0.6B o_proj
+    {2048, 4096, 1024, 0, "wgmma_pp_m128n128", 0},      // 0.6B qkv
+    {2048, 4096, 12288, 0, "wgmma_m128n256", 0},        // 8B down
+    {2048, 24576, 4096, 2, "wgmma_pp_m64n256", 0},      // 8B gate_up
+    {2048, 4096, 4096, 0, "wgmma_m128n256", 0},         // 8B o_proj
+    {2048, 6144, 4096, 0, "wgmma_m128n256", 0},         // 8B qkv
+};
+// By rows alone (a tile missing from the image; the summary doctor prints): the tiles most entries chose.
 constexpr GemmRule kHopper[] = {
-    {16, "mma_m16n128", 1}, {32, "mma_m32n128", 1}, {512, "wgmma_m128n128", 0}, {1 << 30, "wgmma_m128n256", 0},
+    {64, "mma_m16n128", 1}, {512, "wgmma_m128n128", 0}, {1 << 30, "wgmma_pp_m64n256", 0},
 };
 // Every other target (sm_80 .. sm_121): the mma.sync tiles, ranked by the same run's mma figures (no such GPU was
 // measured: the H100 stands in for the ranking, not the speed).
@@ -21,16 +105,69 @@ constexpr GemmRule kMma[] = {
     {16, "mma_m16n128", 1}, {32, "mma_m32n128", 1}, {128, "mma_m64n128", 1}, {1 << 30, "mma_m128n128", 1},
 };
 
-const GemmTable kHopperTable{"hopper (sm_90a: wgmma + TMA, mma.sync)", "H100 80GB HBM3, 2026-12-07", 4, kHopper,
-                             int32_t(sizeof kHopper / sizeof kHopper[0])};
+const GemmTable kHopperTable{"hopper (sm_90a: wgmma + TMA, mma.sync)",
+                             "H100 80GB HBM3, 2026-12-07",
+                             4,
+                             kHopper,
+                             int32_t(sizeof kHopper / sizeof kHopper[0]),
+                             kHopperShapes,
+                             int32_t(sizeof kHopperShapes / sizeof kHopperShapes[0])};
 const GemmTable kMmaTable{"ampere and newer (mma.sync)", "", 4, kMma, int32_t(sizeof kMma / sizeof kMma[0])};
 
 }  // namespace
 
 const GemmTable &gemm_table(int cc, bool wgmma) { return cc == 90 && wgmma ? kHopperTable : kMmaTable; }
 
+GemmPick gemm_pick(const GemmTable &t, int64_t M, int64_t N, int64_t K, int out) {
+  if (t.n_shapes > 0) {
+    // The measured row count: the least at or above M, else the largest.
+    int32_t rows = 0, top = 0;
+    for (int32_t i = 0; i < t.n_shapes; ++i) {
+      const int32_t r = t.shapes[i].rows;
+      top = std::max(top, r);
+      if (r >= M && (rows == 0 || r < rows)) rows = r;
+    }
+    if (rows == 0) rows = top;
+    bool kind = false;  // a shape of this output kind was measured at those rows
+    for (int32_t i = 0; i < t.n_shapes; ++i) kind |= t.shapes[i].rows == rows && t.shapes[i].out == out;
+    const GemmShape *best = nullptr;
+    double best_d = 0;
+    for (int32_t i = 0; i < t.n_shapes; ++i) {
+      const GemmShape &s = t.shapes[i];
+      if (s.rows != rows || (kind && s.out != out)) continue;
+      const double d = std::fabs(std::log(double(N) / s.n)) + std::fabs(std::log(double(K) / s.k));
+      if (!best || d < best_d) best = &s, best_d = d;
+    }
+    if (best) return {best->tile, best->blocks_per_sm};
+  }
+  for (int32_t i = 0; i < t.n_rules; ++i)
+    if (M <= t.rules[i].max_rows || i + 1 == t.n_rules) return {t.rules[i].tile, t.rules[i].blocks_per_sm};
+  return {nullptr, 0};
+}
+
 std::string gemm_rules_text(const GemmTable &t) {
   std::string s = t.gemv_rows > 1 ? "1-" + std::to_string(t.gemv_rows) + " rows: gemv" : "1 row: gemv";
+  if (t.n_shapes > 0) {  // per measured row count, the tiles its shapes chose and how many chose each
+    s += "; then per product shape (the nearest of " + std::to_string(t.n_shapes) + " measured)";
+    std::vector<int32_t> rows;
+    for (int32_t i = 0; i < t.n_shapes; ++i)
+      if (std::find(rows.begin(), rows.end(), t.shapes[i].rows) == rows.end()) rows.push_back(t.shapes[i].rows);
+    std::sort(rows.begin(), rows.end());
+    for (int32_t r : rows) {
+      std::vector<std::pair<std::string, int>> tiles;
+      for (int32_t i = 0; i < t.n_shapes; ++i) {
+        if (t.shapes[i].rows != r) continue;
+        const std::string name = std::string(t.shapes[i].tile) + (t.shapes[i].blocks_per_sm ? " split-K" : "");
+        auto it = std::find_if(tiles.begin(), tiles.end(), [&](const auto &p) { return p.first == name; });
+        if (it == tiles.end()) tiles.push_back({name, 1});
+        else ++it->second;
+      }
+      s += "; " + std::to_string(r) + " rows:";
+      for (size_t i = 0; i < tiles.size(); ++i)
+        s += (i ? ", " : " ") + tiles[i].first + " x" + std::to_string(tiles[i].second);
+    }
+    return s;
+  }
   int32_t from = t.gemv_rows + 1;
   for (int32_t i = 0; i < t.n_rules && from <= t.rules[i].max_rows; ++i) {
     const GemmRule &r = t.rules[i];

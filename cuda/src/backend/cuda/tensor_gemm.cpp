@@ -17,6 +17,8 @@ constexpr int mma_smem(int bm, int bn, int bk, int st) { return st * (bm + bn) *
 constexpr int wg_smem(int bm, int bn, int st) { return st * (bm + bn) * 128 + 2 * st * 8 + 1024; }
 
 const char *kOutNames[3] = {"bf16", "f32", "swiglu"};
+// gemm_table.h's GemmShape::out numbers the outputs so
+static_assert(int(TensorGemm::Out::kBf16) == 0 && int(TensorGemm::Out::kF32) == 1 && int(TensorGemm::Out::kSwiGLU) == 2);
 
 }  // namespace
 
@@ -93,7 +95,10 @@ TensorGemm::Choice TensorGemm::with_splits(int tile, int64_t M, int64_t N, int64
 
 TensorGemm::Choice TensorGemm::choose(int64_t M, int64_t N, int64_t K, Out out) const {
   const GemmTable &tab = gemm_table(ctx_.compute_capability(), has_wgmma_);
-  for (int32_t i = 0; i < tab.n_rules; ++i) {
+  const GemmPick pick = gemm_pick(tab, M, N, K, int(out));
+  if (const int tile = pick.tile ? tile_index(pick.tile) : -1; tile >= 0 && fn_[tile][int(out)])
+    return with_splits(tile, M, N, K, out, pick.blocks_per_sm * ctx_.sm_count());
+  for (int32_t i = 0; i < tab.n_rules; ++i) {  // (the pick's tile is missing from this image: the rules')
     const GemmRule &r = tab.rules[i];
     if (M > r.max_rows && i + 1 < tab.n_rules) continue;
     const int tile = tile_index(r.tile);
