@@ -51,9 +51,9 @@ static bool picks(const GemmPick &p, const GemmShape *e) {
 
 static void rows_round_up() {
   const GemmTable &t = hopper();
-  // Qwen3-0.6B's o_proj (1024 x 2048) and Qwen3-8B's gate|up (24576 x 4096, SwiGLU), measured at 8 ... 2048 rows.
+  // Qwen3-0.6B's o_proj (1024 x 2048) and Qwen3-8B's gate|up (24576 x 4096, SwiGLU), measured at 8 ... 8192 rows.
   for (const auto &[M, rows] : {std::pair{5, 8}, {8, 8}, {9, 16}, {24, 32}, {33, 64}, {100, 128}, {300, 512},
-                                {513, 2048}, {2048, 2048}, {9000, 2048}}) {
+                                {513, 1024}, {1025, 2048}, {2048, 2048}, {5000, 8192}, {20000, 8192}}) {
     CHECK(picks(gemm_pick(t, M, 1024, 2048, 0), entry(rows, 1024, 2048, 0)));
     CHECK(picks(gemm_pick(t, M, 24576, 4096, 2), entry(rows, 24576, 4096, 2)));
   }
@@ -93,7 +93,7 @@ static void rules_without_shapes() {
 static void summary() {
   const std::string s = gemm_rules_text(hopper());
   CHECK(s.rfind("1-4 rows: gemv", 0) == 0);
-  for (int32_t r : {8, 16, 32, 64, 128, 256, 512, 2048}) CHECK(s.find("; " + std::to_string(r) + " rows:") != std::string::npos);
+  for (int32_t r : {8, 16, 32, 64, 128, 256, 512, 1024, 2048, 8192}) CHECK(s.find("; " + std::to_string(r) + " rows:") != std::string::npos);
   std::printf("hopper: %s\n", s.c_str());
   std::printf("others: %s\n", gemm_rules_text(gemm_table(120, false)).c_str());
 }

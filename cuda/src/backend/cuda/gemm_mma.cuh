@@ -216,21 +216,21 @@ __device__ __forceinline__ void gemm_mma(const bf16 *__restrict__ x, const bf16 
   cp_async_wait<0>();
 
   if (splits > 1) {
-    // Each thread's fragments, as float4s, at (tile, split, thread); the last split of the tile adds them up.
+    // Each thread's fragments, as float4s, in the (tile, split)'s block at (fragment, thread): a warp's stores and
+    // loads of one fragment are 512 contiguous bytes. The last split of the tile adds them up.
     const int tile = blockIdx.y * gridDim.x + blockIdx.x;
-    float4 *mine = reinterpret_cast<float4 *>(ws) + ((long long)(tile * splits + z) * C::kThreads + threadIdx.x) * (C::kFrag / 4);
+    float4 *mine = reinterpret_cast<float4 *>(ws) + (long long)(tile * splits + z) * C::kThreads * (C::kFrag / 4) + threadIdx.x;
 #pragma unroll
     for (int mi = 0; mi < C::MI; ++mi)
 #pragma unroll
       for (int ni = 0; ni < C::NI; ++ni)
-        __stcg(mine + mi * C::NI + ni, make_float4(acc[mi][ni][0], acc[mi][ni][1], acc[mi][ni][2], acc[mi][ni][3]));
-    __threadfence();
+        __stcg(mine + (mi * C::NI + ni) * C::kThreads,
+               make_float4(acc[mi][ni][0], acc[mi][ni][1], acc[mi][ni][2], acc[mi][ni][3]));
     __syncthreads();
     __shared__ int last;
-    if (threadIdx.x == 0) last = atomicAdd(tickets + tile, 1) == splits - 1;
+    if (threadIdx.x == 0) last = split_ticket(tickets + tile) == splits - 1;
     __syncthreads();
     if (!last) return;
-    __threadfence();
 #pragma unroll
     for (int mi = 0; mi < C::MI; ++mi)
 #pragma unroll
@@ -238,12 +238,12 @@ __device__ __forceinline__ void gemm_mma(const bf16 *__restrict__ x, const bf16 
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.f;
     for (int s = 0; s < splits; ++s) {
-      const float4 *part = reinterpret_cast<const float4 *>(ws) + ((long long)(tile * splits + s) * C::kThreads + threadIdx.x) * (C::kFrag / 4);
+      const float4 *part = reinterpret_cast<const float4 *>(ws) + (long long)(tile * splits + s) * C::kThreads * (C::kFrag / 4) + threadIdx.x;
 #pragma unroll
       for (int mi = 0; mi < C::MI; ++mi)
 #pragma unroll
         for (int ni = 0; ni < C::NI; ++ni) {
-          const float4 p = __ldcg(part + mi * C::NI + ni);
+          const float4 p = __ldcg(part + (mi * C::NI + ni) * C::kThreads);
           acc[mi][ni][0] += p.x, acc[mi][ni][1] += p.y, acc[mi][ni][2] += p.z, acc[mi][ni][3] += p.w;
         }
     }

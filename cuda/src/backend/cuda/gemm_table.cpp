@@ -3,6 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -11,7 +16,7 @@ namespace vt::cuda {
 namespace {
 
 // Hopper with the sm_90a kernels, H100 80GB HBM3, 2026-12-07 (bench_cuda_gemm, kernels of 8bc1f33; bench/RESULTS.md,
-// issue 30): per product of Qwen3-0.6B and Qwen3-8B and per M, the fastest tile. One tile for all products at a
+// issue 30): per product of Qwen3-0.6B and Qwen3-8B and per M (8 ... 8,192), the fastest tile. One tile for all products at a
 // given M cost up to 1.38x the per-product best (32 rows: mma_m32n128 for everything, where the 0.6B's products
 // wanted mma_m16n128 and the 8B's gate|up wgmma_m64n256); per product, our step's products took 1.16x (8 rows) to
 // 1.49x (128 rows, the 0.6B) of cuBLASLt's time, and 1.01x / 0.99x at 2,048 rows. The GEMV keeps 1-4 rows (at 4
@@ -86,6 +91,14 @@ constexpr GemmShape kHopperShapes[] = {
     {512, 24576, 4096, 2, "wgmma_m128n256", 0},         // 8B gate_up
     {512, 4096, 4096, 0, "wgmma_m128n128", 0},          // 8B o_proj
     {512, 6144, 4096, 0, "wgmma_m128n256", 0},          // 8B qkv
+    {1024, 4096, 1024, 0, "wgmma_pp_m128n128", 0},      // 0.6B qkv
+    {1024, 1024, 2048, 0, "wgmma_m128n128", 0},         // 0.6B o_proj
+    {1024, 6144, 1024, 2, "wgmma_pp_m64n256", 0},       // 0.6B gate_up
+    {1024, 1024, 3072, 0, "wgmma_m128n128", 0},         // 0.6B down
+    {1024, 6144, 4096, 0, "wgmma_m64n256", 0},          // 8B qkv
+    {1024, 4096, 4096, 0, "wgmma_m128n256", 0},         // 8B o_proj
+    {1024, 24576, 4096, 2, "wgmma_m128n256", 0},        // 8B gate_up
+    {1024, 4096, 12288, 0, "wgmma_m128n256", 0},        // 8B down
     {2048, 1024, 3072, 0, "wgmma_pp_m64n256", 0},       // 0.6B down
     {2048, 6144, 1024, 2, "wgmma_pp_m64n256", 0},       // 0.6B gate_up
     {2048, 1024, 2048, 0, "wgmma_pp_m64n256", 0},       // 0.6B o_proj
@@ -94,6 +107,14 @@ constexpr GemmShape kHopperShapes[] = {
     {2048, 24576, 4096, 2, "wgmma_pp_m64n256", 0},      // 8B gate_up
     {2048, 4096, 4096, 0, "wgmma_m128n256", 0},         // 8B o_proj
     {2048, 6144, 4096, 0, "wgmma_m128n256", 0},         // 8B qkv
+    {8192, 4096, 1024, 0, "wgmma_m128n256", 0},         // 0.6B qkv
+    {8192, 1024, 2048, 0, "wgmma_m128n256", 0},         // 0.6B o_proj
+    {8192, 6144, 1024, 2, "wgmma_pp_m64n256", 0},       // 0.6B gate_up
+    {8192, 1024, 3072, 0, "wgmma_m128n256", 0},         // 0.6B down
+    {8192, 6144, 4096, 0, "wgmma_m128n256", 0},         // 8B qkv
+    {8192, 4096, 4096, 0, "wgmma_m128n256", 0},         // 8B o_proj
+    {8192, 24576, 4096, 2, "wgmma_m128n256", 0},        // 8B gate_up
+    {8192, 4096, 12288, 0, "wgmma_m128n256", 0},        // 8B down
 };
 // By rows alone (a tile missing from the image; the summary doctor prints): the tiles most entries chose.
 constexpr GemmRule kHopper[] = {
@@ -114,9 +135,49 @@ const GemmTable kHopperTable{"hopper (sm_90a: wgmma + TMA, mma.sync)",
                              int32_t(sizeof kHopperShapes / sizeof kHopperShapes[0])};
 const GemmTable kMmaTable{"ampere and newer (mma.sync)", "", 4, kMma, int32_t(sizeof kMma / sizeof kMma[0])};
 
+#if defined(VT_EXPERIMENTS)
+// Experiments builds only (scripts/gpu-check.sh prepare): VT_CUDA_GEMM_SHAPES=FILE replaces Hopper's shapes with
+// the entries bench_cuda_gemm printed into FILE, so one device call can measure, take the new table and time the
+// engine on it. Lines not of the entry form are skipped.
+const GemmTable *shapes_from_env() {
+  static const GemmTable *table = [] {
+    const char *path = std::getenv("VT_CUDA_GEMM_SHAPES");
+    if (!path || !*path) return static_cast<const GemmTable *>(nullptr);
+    static std::vector<GemmShape> shapes;
+    static std::vector<std::string> names;
+    std::ifstream in(path);
+    std::string line;
+    std::vector<std::tuple<int, int, int, int, std::string, int>> rows;
+    while (std::getline(in, line)) {
+      int m, n, k, out, bps;
+      char tile[64];
+      if (std::sscanf(line.c_str(), " {%d, %d, %d, %d, \"%63[^\"]\", %d}", &m, &n, &k, &out, tile, &bps) == 6)
+        rows.emplace_back(m, n, k, out, tile, bps);
+    }
+    names.reserve(rows.size());
+    for (const auto &[m, n, k, out, tile, bps] : rows) {
+      names.push_back(tile);
+      shapes.push_back({m, n, k, out, nullptr, bps});
+    }
+    for (size_t i = 0; i < shapes.size(); ++i) shapes[i].tile = names[i].c_str();
+    std::fprintf(stderr, "vtengine: VT_CUDA_GEMM_SHAPES: %zu GEMM shapes from %s\n", shapes.size(), path);
+    static GemmTable t = kHopperTable;
+    t.measured = "VT_CUDA_GEMM_SHAPES";
+    t.shapes = shapes.data(), t.n_shapes = int32_t(shapes.size());
+    return static_cast<const GemmTable *>(&t);
+  }();
+  return table;
+}
+#endif
+
 }  // namespace
 
-const GemmTable &gemm_table(int cc, bool wgmma) { return cc == 90 && wgmma ? kHopperTable : kMmaTable; }
+const GemmTable &gemm_table(int cc, bool wgmma) {
+#if defined(VT_EXPERIMENTS)
+  if (cc == 90 && wgmma && shapes_from_env()) return *shapes_from_env();
+#endif
+  return cc == 90 && wgmma ? kHopperTable : kMmaTable;
+}
 
 GemmPick gemm_pick(const GemmTable &t, int64_t M, int64_t N, int64_t K, int out) {
   if (t.n_shapes > 0) {

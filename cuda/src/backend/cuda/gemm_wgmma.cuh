@@ -265,29 +265,29 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
     if (C::kPingpong && work + int(gridDim.x) < n_work) asm volatile("bar.arrive %0, 256;" ::"r"(1 + c) : "memory");
 
     if (splits > 1) {
-      float4 *mine = reinterpret_cast<float4 *>(ws) + ((long long)(tile * splits + z) * C::kAccThreads + ct) * (C::kAcc / 4);
+      // (at (float4, thread) in the (tile, split)'s block, as gemm_mma.cuh's: a warp's accesses are contiguous)
+      float4 *mine = reinterpret_cast<float4 *>(ws) + (long long)(tile * splits + z) * C::kAccThreads * (C::kAcc / 4) + ct;
 #pragma unroll
       for (int u = 0; u < C::kSub; ++u)
 #pragma unroll
         for (int i = 0; i < C::BN / 8; ++i)
-          __stcg(mine + u * (C::BN / 8) + i, make_float4(acc[u][4 * i], acc[u][4 * i + 1], acc[u][4 * i + 2], acc[u][4 * i + 3]));
-      __threadfence();
+          __stcg(mine + (u * (C::BN / 8) + i) * C::kAccThreads,
+                 make_float4(acc[u][4 * i], acc[u][4 * i + 1], acc[u][4 * i + 2], acc[u][4 * i + 3]));
       asm volatile("bar.sync %0, %1;" ::"r"(split_bar), "r"(C::kAccThreads) : "memory");
-      if (ct == 0) last_split[ls] = atomicAdd(tickets + tile, 1) == splits - 1;
+      if (ct == 0) last_split[ls] = split_ticket(tickets + tile) == splits - 1;
       asm volatile("bar.sync %0, %1;" ::"r"(split_bar), "r"(C::kAccThreads) : "memory");
       if (!last_split[ls]) continue;
-      __threadfence();
 #pragma unroll
       for (int u = 0; u < C::kSub; ++u)
 #pragma unroll
         for (int i = 0; i < C::BN / 2; ++i) acc[u][i] = 0.f;
       for (int sp = 0; sp < splits; ++sp) {
-        const float4 *part = reinterpret_cast<const float4 *>(ws) + ((long long)(tile * splits + sp) * C::kAccThreads + ct) * (C::kAcc / 4);
+        const float4 *part = reinterpret_cast<const float4 *>(ws) + (long long)(tile * splits + sp) * C::kAccThreads * (C::kAcc / 4) + ct;
 #pragma unroll
         for (int u = 0; u < C::kSub; ++u)
 #pragma unroll
           for (int i = 0; i < C::BN / 8; ++i) {
-            const float4 p = __ldcg(part + u * (C::BN / 8) + i);
+            const float4 p = __ldcg(part + (u * (C::BN / 8) + i) * C::kAccThreads);
             acc[u][4 * i] += p.x, acc[u][4 * i + 1] += p.y, acc[u][4 * i + 2] += p.z, acc[u][4 * i + 3] += p.w;
           }
       }

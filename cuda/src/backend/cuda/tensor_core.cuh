@@ -82,4 +82,15 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// Split-K's ticket: once every thread holding the tile's sums has stored its partials and met the others at a
+// barrier, one thread takes the ticket with an acquire-release atomic at GPU scope. Release is cumulative over the
+// stores the barrier ordered before it, and the barrier after it carries the acquire to the block, so the split
+// that draws splits - 1 sees every split's partials (the pattern of CUTLASS's semaphore). In place of a
+// __threadfence in every thread: a fence.sc per warp, which ncu showed the split-K kernels stalled on.
+__device__ __forceinline__ int split_ticket(int *ticket) {
+  int old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(old) : "l"(ticket) : "memory");
+  return old;
+}
+
 }  // namespace vtk
