@@ -24,9 +24,13 @@ DenseModel::DenseModel(const ModelConfig &c, const Weights &w, ModelOps &ops) {
 Weights DenseModel::weight_shapes(const ModelConfig &c) {
   const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
   const int64_t QD = int64_t(c.n_heads) * c.head_dim, KVD = int64_t(c.n_kv_heads) * c.head_dim;
-  auto m = [](int64_t rows, int64_t cols) {
+  // The dtype the config declares: the CUDA plan's sizing follows it (our GEMMs fuse a bf16 SwiGLU layer and need
+  // no gate|up scratch; an fp16 or fp32 one keeps it). A checkpoint whose tensors are not what its config says
+  // gets an estimate off by that scratch.
+  const DType dt = c.torch_dtype == "float32" ? DType::F32 : c.torch_dtype == "float16" ? DType::F16 : DType::BF16;
+  auto m = [dt](int64_t rows, int64_t cols) {
     Matrix x;
-    x.rows = rows, x.cols = cols;
+    x.rows = rows, x.cols = cols, x.dtype = dt;
     return x;
   };
   Weights w;
