@@ -108,7 +108,9 @@ bool check_product(Env &env, cuda::TensorGemm &gemm, int tile, int splits, Out o
       accumulation_floor(terms_rms_sampled(x, M, K, w, N), K, tol) * (out == Out::kSwiGLU ? 4 : 1) * spread;
   if (f64 && !close(got, reference64(x, M, K, w, N, bias, out), tol, guard, &why, floor))
     return why = "vs float64: " + why, false;
-  if (!close(got, reference_cpu(env, x, M, K, w, N, bias, out), tol, guard, &why, floor))
+  // Against cpu::matmul, itself an fp32 sum: two independent rounding walks, sqrt(2) one's spread (the H100 run of
+  // 0114e11: chosen[f32] M 96 K 12288 N 4096 missed the single-walk floor by 1.22x, its float64 check passing).
+  if (!close(got, reference_cpu(env, x, M, K, w, N, bias, out), tol, guard, &why, floor * std::sqrt(2.0)))
     return why = "vs cpu::matmul: " + why, false;
   return true;
 }
