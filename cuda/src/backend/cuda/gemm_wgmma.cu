@@ -23,6 +23,9 @@ using namespace vtk;
 VT_GEMM_WGMMA_TILE(m128n256, 128, 256, 4, false)
 VT_GEMM_WGMMA_TILE(m128n128, 128, 128, 6, false)
 VT_GEMM_WGMMA_TILE(m64n256, 64, 256, 4, false)
+// narrow products at 64-512 rows (0.6B's o_proj and down: N = 1,024): twice the blocks of m128n128
+VT_GEMM_WGMMA_TILE(m64n128, 64, 128, 8, false)
 // pingpong: two consumers on alternate tiles, each tile whole
 VT_GEMM_WGMMA_TILE(pp_m128n128, 128, 128, 6, true)
 VT_GEMM_WGMMA_TILE(pp_m64n256, 64, 256, 5, true)
+VT_GEMM_WGMMA_TILE(pp_m64n128, 64, 128, 8, true)

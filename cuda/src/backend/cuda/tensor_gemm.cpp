@@ -33,6 +33,8 @@ const TensorGemm::Tile TensorGemm::kTiles[kTileCount] = {
     {"wgmma_m128n256", true, 128, 256, 64, 384, wg_smem(128, 256, 4), 256, 128},
     {"wgmma_pp_m128n128", true, 128, 128, 64, 384, wg_smem(128, 128, 6), 128, 128},
     {"wgmma_pp_m64n256", true, 64, 256, 64, 384, wg_smem(64, 256, 5), 128, 128},
+    {"wgmma_m64n128", true, 64, 128, 64, 256, wg_smem(64, 128, 8), 128, 64},
+    {"wgmma_pp_m64n128", true, 64, 128, 64, 384, wg_smem(64, 128, 8), 128, 64},
 };
 
 const char *out_name(TensorGemm::Out o) { return kOutNames[int(o)]; }

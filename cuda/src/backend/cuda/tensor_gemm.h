@@ -28,7 +28,7 @@ class TensorGemm {
     int acc_threads, frag_floats;  // threads holding accumulators, and how many each (split-K's workspace per
                                    // (tile, split) is their product in fp32)
   };
-  static constexpr int kTileCount = 9;
+  static constexpr int kTileCount = 11;
   static const Tile kTiles[kTileCount];
   static int tile_index(const std::string &name);  // -1 when there is none of that name
 
