@@ -40,7 +40,7 @@ bool flag(const char *name, bool dflt) {
 // The variables the engine reads; any other VT_CUDA_* / VT_CPU_* is named once (mostly the null controls of
 // settled A/B tests, deleted with their figures kept in bench/RESULTS.md).
 constexpr const char *kKnown[] = {"VT_CUDA_CUBLASLT", "VT_CUDA_GEMM", "VT_CUDA_SAMPLE",  "VT_CUDA_PENALTIES", "VT_CUDA_ATTN",
-                                  "VT_CUDA_SUBLAYER_F32", "VT_CUDA_SPLIT_KEYS", "VT_CUDA_SKIP",  "VT_CUDA_REPLAY",
+                                  "VT_CUDA_SUBLAYER_F32", "VT_CUDA_SPLIT_KEYS", "VT_CUDA_SKIP",  "VT_CUDA_REPLAY", "VT_CUDA_GEMM_SHAPES",
                                   "VT_CPU_ISA",      "VT_CPU_SPIN_US",    "VT_CPU_KC"};
 
 void name_unknown_switches() {
@@ -108,6 +108,7 @@ Tuning tuning_from_env() {
   }
   if (const char *v = experiment("VT_CUDA_SKIP")) c.skip = parse_skip(v);
   if (const char *v = experiment("VT_CUDA_REPLAY")) c.replays = std::clamp(std::atoi(v), 1, 16);
+  if (const char *v = experiment("VT_CUDA_GEMM_SHAPES"); v && *v) c.gemm_shapes = v;
 
   if (!c.cublaslt) say_once("VT_CUDA_CUBLASLT=0: cuBLASLt is never loaded");
   if (!c.gemm.empty()) say_once("VT_CUDA_GEMM=cublaslt: cuBLASLt serves the products it can take (the A/B baseline)");

@@ -43,6 +43,9 @@ struct CudaTuning {
   bool sublayer_f32 = false;        // VT_CUDA_SUBLAYER_F32=1: o/down outputs in fp32 (debugging; bf16 activations)
   unsigned skip = 0;                // VT_CUDA_SKIP (experiments builds): CudaSkip bits
   int replays = 1;                  // VT_CUDA_REPLAY=N (experiments builds): each captured step's graph run N times
+  // VT_CUDA_GEMM_SHAPES=FILE (experiments builds): the GEMM table's Hopper shapes from bench_cuda_gemm's printed
+  // entries in FILE (gemm_table.h's gemm_shapes_override), so one device call measures and times the engine on them
+  std::string gemm_shapes;
 };
 
 struct Tuning {

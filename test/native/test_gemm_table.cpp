@@ -10,6 +10,7 @@
 #include "backend/cuda/gemm_table.h"
 #include "backend/cuda/tensor_gemm.h"
 #include "check.h"
+#include "status.h"
 
 using namespace vt::cuda;
 
@@ -98,12 +99,38 @@ static void summary() {
   std::printf("others: %s\n", gemm_rules_text(gemm_table(120, false)).c_str());
 }
 
+// VT_CUDA_GEMM_SHAPES's table (experiments builds; the function is in every build): bench_cuda_gemm's printed
+// entries, other lines skipped; an unreadable file is INVALID_OPTION naming it. Last: it replaces Hopper's shapes.
+static void shapes_override() {
+  const std::string path = "/tmp/vt-test-gemm-shapes.txt";
+  if (FILE *f = std::fopen(path.c_str(), "w")) {
+    std::fputs("// bench_cuda_gemm on ...\n    {8, 1024, 2048, 0, \"wgmma_m64n128\", 2},  // 0.6B o_proj\n"
+               "//   M     8: ...\n    {64, 4096, 4096, 0, \"wgmma_pp_m128n128\", 0},  // 8B o_proj\n", f);
+    std::fclose(f);
+  }
+  bool threw = false;
+  try {
+    gemm_shapes_override("/nonexistent/shapes.txt");
+  } catch (const vt::Error &e) {
+    threw = e.status() == VT_ERR_INVALID_OPTION && std::string(e.what()).find("/nonexistent/shapes.txt") != std::string::npos;
+  }
+  CHECK(threw);
+  gemm_shapes_override(path);
+  const GemmTable &t = hopper();
+  CHECK(t.n_shapes == 2 && std::string(t.measured) == "VT_CUDA_GEMM_SHAPES");
+  const GemmPick p = gemm_pick(t, 5, 1024, 2048, 0);
+  CHECK(p.tile && std::string(p.tile) == "wgmma_m64n128" && p.blocks_per_sm == 2);
+  CHECK(std::string(gemm_pick(t, 100, 1024, 2048, 0).tile) == "wgmma_pp_m128n128");  // beyond them all: the largest
+  std::remove(path.c_str());
+}
+
 int main() {
   measured_shapes_pick_themselves();
   rows_round_up();
   nearest_shape();
   rules_without_shapes();
   summary();
+  shapes_override();
   std::printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed ? 1 : 0;
 }

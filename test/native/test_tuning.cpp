@@ -14,7 +14,7 @@ namespace {
 
 const char *const kAll[] = {"VT_CUDA_CUBLASLT", "VT_CUDA_GEMM", "VT_CUDA_SAMPLE", "VT_CUDA_PENALTIES", "VT_CUDA_ATTN",
                             "VT_CUDA_SUBLAYER_F32", "VT_CUDA_SPLIT_KEYS", "VT_CUDA_SKIP", "VT_CUDA_REPLAY",
-                            "VT_CPU_OVERLAP", "VT_CUDA_FUSED_NORM", "VT_CUDA_OVERLAP", "VT_CUDA_PDL",
+                            "VT_CUDA_GEMM_SHAPES", "VT_CPU_OVERLAP", "VT_CUDA_FUSED_NORM", "VT_CUDA_OVERLAP", "VT_CUDA_PDL",
                             "VT_CUDA_EARLY_LOADS", "VT_CUDA_ARGMAX_PARTS", "VT_CUDA_ATTN_CLUSTER"};
 
 void clear() {
@@ -28,7 +28,8 @@ bool is_default(const vt::Tuning &t) {
          t.cuda.sublayer_f32 == d.cuda.sublayer_f32 && t.cuda.skip == d.cuda.skip && t.cuda.replays == d.cuda.replays &&
          t.cuda.pdl == d.cuda.pdl && t.cuda.ops.early_loads == d.cuda.ops.early_loads &&
          t.cuda.ops.attention_cluster == d.cuda.ops.attention_cluster &&
-         t.cuda.ops.argmax_parts == d.cuda.ops.argmax_parts && t.cuda.ops.split_keys == d.cuda.ops.split_keys;
+         t.cuda.ops.argmax_parts == d.cuda.ops.argmax_parts && t.cuda.ops.split_keys == d.cuda.ops.split_keys &&
+         t.cuda.gemm_shapes == d.cuda.gemm_shapes;
 }
 
 }  // namespace
@@ -86,11 +87,13 @@ int main() {
     setenv("VT_CUDA_SKIP", "norm+attn", 1);
     setenv("VT_CUDA_REPLAY", "4", 1);
     setenv("VT_CUDA_SPLIT_KEYS", "200", 1);
+    setenv("VT_CUDA_GEMM_SHAPES", "/tmp/shapes.txt", 1);
     const vt::Tuning t = vt::tuning_from_env();
 #if defined(VT_EXPERIMENTS)
     CHECK(t.cuda.skip == (vt::kSkipNorm | vt::kSkipAttn) && t.cuda.replays == 4 && t.cuda.ops.split_keys == 256);
+    CHECK(t.cuda.gemm_shapes == "/tmp/shapes.txt");
 #else
-    CHECK(t.cuda.skip == 0 && t.cuda.replays == 1 && t.cuda.ops.split_keys == 64);
+    CHECK(t.cuda.skip == 0 && t.cuda.replays == 1 && t.cuda.ops.split_keys == 64 && t.cuda.gemm_shapes.empty());
 #endif
     clear();
   }

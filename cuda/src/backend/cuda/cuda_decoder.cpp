@@ -117,6 +117,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   // Sampled rows are picked on the GPU; VT_CUDA_SAMPLE=0 sends their logits to the host sampler instead.
   sample_on_device_ = t.sample_on_device && c_.vocab_size <= cuda::Ops::kSampleMaxVocab;
   const bool penalties_on_device = processors_on_device(c_, t);
+  if (!t.gemm_shapes.empty()) cuda::gemm_shapes_override(t.gemm_shapes);  // (experiments builds only)
   if (p.act == cuda::Act::BF16) {  // our tensor-core GEMMs; cuBLASLt only as the A/B's baseline or without them
     gemm_ = std::make_unique<cuda::TensorGemm>(*ctx_, stream_->get());
     if (!gemm_->available()) gemm_.reset();

@@ -1,13 +1,13 @@
 // The GEMM selection table (gemm_table.h): rules as bench_cuda_gemm measured them (bench/RESULTS.md, issue 30).
 #include "backend/cuda/gemm_table.h"
 
+#include "status.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -134,48 +134,37 @@ const GemmTable kHopperTable{"hopper (sm_90a: wgmma + TMA, mma.sync)",
                              int32_t(sizeof kHopperShapes / sizeof kHopperShapes[0])};
 const GemmTable kMmaTable{"ampere and newer (mma.sync)", "", 4, kMma, int32_t(sizeof kMma / sizeof kMma[0])};
 
-#if defined(VT_EXPERIMENTS)
-// Experiments builds only (scripts/gpu-check.sh prepare): VT_CUDA_GEMM_SHAPES=FILE replaces Hopper's shapes with
-// the entries bench_cuda_gemm printed into FILE, so one device call can measure, take the new table and time the
-// engine on it. Lines not of the entry form are skipped.
-const GemmTable *shapes_from_env() {
-  static const GemmTable *table = [] {
-    const char *path = std::getenv("VT_CUDA_GEMM_SHAPES");
-    if (!path || !*path) return static_cast<const GemmTable *>(nullptr);
-    static std::vector<GemmShape> shapes;
-    static std::vector<std::string> names;
-    std::ifstream in(path);
-    std::string line;
-    std::vector<std::tuple<int, int, int, int, std::string, int>> rows;
-    while (std::getline(in, line)) {
-      int m, n, k, out, bps;
-      char tile[64];
-      if (std::sscanf(line.c_str(), " {%d, %d, %d, %d, \"%63[^\"]\", %d}", &m, &n, &k, &out, tile, &bps) == 6)
-        rows.emplace_back(m, n, k, out, tile, bps);
-    }
-    names.reserve(rows.size());
-    for (const auto &[m, n, k, out, tile, bps] : rows) {
-      names.push_back(tile);
-      shapes.push_back({m, n, k, out, nullptr, bps});
-    }
-    for (size_t i = 0; i < shapes.size(); ++i) shapes[i].tile = names[i].c_str();
-    std::fprintf(stderr, "vtengine: VT_CUDA_GEMM_SHAPES: %zu GEMM shapes from %s\n", shapes.size(), path);
-    static GemmTable t = kHopperTable;
-    t.measured = "VT_CUDA_GEMM_SHAPES";
-    t.shapes = shapes.data(), t.n_shapes = int32_t(shapes.size());
-    return static_cast<const GemmTable *>(&t);
-  }();
-  return table;
-}
-#endif
+// gemm_shapes_override's table (experiments builds only): null until it is called.
+const GemmTable *g_override = nullptr;
 
 }  // namespace
 
+void gemm_shapes_override(const std::string &path) {
+  static std::vector<GemmShape> shapes;
+  static std::vector<std::string> names;
+  static GemmTable table = kHopperTable;
+  std::ifstream in(path);
+  if (!in) fail(VT_ERR_INVALID_OPTION, "VT_CUDA_GEMM_SHAPES: cannot read " + path);
+  std::vector<GemmShape> read;
+  std::vector<std::string> read_names;
+  std::string line;
+  while (std::getline(in, line)) {  // lines not of bench_cuda_gemm's entry form are skipped
+    int m, n, k, out, bps;
+    char tile[64];
+    if (std::sscanf(line.c_str(), " {%d, %d, %d, %d, \"%63[^\"]\", %d}", &m, &n, &k, &out, tile, &bps) == 6)
+      read.push_back({m, n, k, out, nullptr, bps}), read_names.push_back(tile);
+  }
+  shapes = std::move(read), names = std::move(read_names);
+  for (size_t i = 0; i < shapes.size(); ++i) shapes[i].tile = names[i].c_str();
+  table.measured = "VT_CUDA_GEMM_SHAPES";
+  table.shapes = shapes.data(), table.n_shapes = int32_t(shapes.size());
+  g_override = &table;
+  std::fprintf(stderr, "vtengine: VT_CUDA_GEMM_SHAPES: %zu GEMM shapes from %s\n", shapes.size(), path.c_str());
+}
+
 const GemmTable &gemm_table(int cc, bool wgmma) {
-#if defined(VT_EXPERIMENTS)
-  if (cc == 90 && wgmma && shapes_from_env()) return *shapes_from_env();
-#endif
-  return cc == 90 && wgmma ? kHopperTable : kMmaTable;
+  if (cc == 90 && wgmma) return g_override ? *g_override : kHopperTable;
+  return kMmaTable;
 }
 
 GemmPick gemm_pick(const GemmTable &t, int64_t M, int64_t N, int64_t K, int out) {

@@ -36,6 +36,10 @@ struct GemmTable {
 // The table for a GPU of compute capability cc (e.g. 90) whose kernel image has the wgmma kernels or not.
 const GemmTable &gemm_table(int cc, bool wgmma);
 
+// Experiments builds' VT_CUDA_GEMM_SHAPES (tuning.h; the decoder calls this): Hopper's shapes from then on are the
+// bench_cuda_gemm entries in the file at `path`. Throws vt::Error (INVALID_OPTION) when it cannot be read.
+void gemm_shapes_override(const std::string &path);
+
 // A product's tile. With shapes: those measured at the least measured row count >= M (the largest when M is
 // beyond them all), and among them the nearest weight shape in (log n, log k), of the same output kind when one
 // was measured: a model's products are the measured ones, another model's take the most alike (the tile that won
