@@ -283,5 +283,7 @@ void test_attention(Env &env, cuda::Ops &ops);
 void test_attention_decode(Env &env, cuda::Ops &ops);
 void test_rope_then_attention(Env &env, cuda::Ops &ops);
 void test_attention_prefill(Env &env, cuda::Ops &ops);
+// The Gated DeltaNet ops (gated_delta.cpp), through their own host class for ops' activation type.
+void test_gated_delta(Env &env, cuda::Ops &ops);
 
 }  // namespace cuda_tests

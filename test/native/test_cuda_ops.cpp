@@ -133,6 +133,7 @@ int main() {
       test_attention_decode(env, ops);
       test_rope_then_attention(env, ops);
       test_attention_prefill(env, ops);
+      test_gated_delta(env, ops);
       std::printf("  %s activations: %d checks\n", cuda::act_name(act), g_passed + g_failed - before);
     }
   } catch (const std::exception &e) {
