@@ -34,4 +34,22 @@ const ModelEntry &model_entry(const ModelConfig &c);
 // "LlamaForCausalLM, MistralForCausalLM, ...": for messages.
 std::string supported_architectures();
 
+// An architecture the loader reads but no model runs yet (Qwen3.5 / Qwen3.6 until the hybrid model of issue 31
+// lands): its checkpoint is refused as recognised and not yet supported, never as unknown. When its model lands,
+// its row moves to the table above.
+struct PendingModel {
+  const char *architecture;
+  const char *model_type;       // config.json's model_type when the text model's fields sit under text_config
+  const char *text_model_type;  // ... when they sit at the top level (a text-only ForCausalLM checkpoint)
+  Family family;
+  bool vision_tower;  // a ConditionalGeneration: transformers builds a vision tower beside the text model
+  const char *name;   // the models, for messages: "Qwen3.5 / Qwen3.6"
+};
+
+// The pending row for an architecture; null when it has none.
+const PendingModel *find_pending_model(std::string_view architecture);
+// "architecture `X` (Qwen3.5 / Qwen3.6) is recognised but not supported yet ...": the refusal, one wording for
+// every path that meets such a config.
+std::string pending_refusal(const PendingModel &p);
+
 }  // namespace vt
