@@ -13,8 +13,11 @@
 #
 # Options (environment):
 #   CALIBRATE=1     also print margin statistics for a grid of init stds ($OUT/calibrate.log)
-#   DUMP_SOURCES=1  also save transformers' rope/llama/qwen3 sources read there ($OUT/transformers-sources.tar.gz)
-#   ONLY=name       make only that fixture
+#   DUMP_SOURCES=1  also save transformers' rope/llama/qwen3/qwen3_5 sources read there, with the hub-kernel,
+#                   cache and checkpoint-conversion modules the Qwen3.5 reference goes through
+#                   ($OUT/transformers-sources.tar.gz; a module this transformers lacks is listed and skipped)
+#   ONLY=names      make only those fixtures (one name, or several separated by spaces or commas), e.g.
+#                   ONLY=qwen3_5-f32  or  ONLY="qwen3_5-f32 qwen3_5-bf16-vl"
 # Without $OUT (run by hand anywhere with torch + transformers) it writes into ./fixtures-out/.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -26,21 +29,39 @@ python3 -c 'import sys, torch, transformers, safetensors; print(sys.version.spli
 
 if [ -n "${DUMP_SOURCES:-}" ]; then
   python3 - "$OUT" <<'EOF'
-import inspect, os, sys, tarfile, io
-import transformers, transformers.modeling_rope_utils as r
-import transformers.models.llama.modeling_llama as ml
-import transformers.models.llama.configuration_llama as cl
-import transformers.models.qwen3.modeling_qwen3 as mq
-import transformers.models.qwen3.configuration_qwen3 as cq
-import transformers.models.qwen2.modeling_qwen2 as mq2
-import transformers.configuration_utils as cu
-mods = [r, ml, cl, mq, cq, mq2, cu]
+import importlib, inspect, os, sys, tarfile, io
+import transformers
+names = [
+    "transformers.modeling_rope_utils",
+    "transformers.models.llama.modeling_llama",
+    "transformers.models.llama.configuration_llama",
+    "transformers.models.qwen3.modeling_qwen3",
+    "transformers.models.qwen3.configuration_qwen3",
+    "transformers.models.qwen2.modeling_qwen2",
+    "transformers.configuration_utils",
+    # Qwen3.5: the model, its configs, and what decides its kernels, its hybrid cache and its saved tensor names
+    "transformers.models.qwen3_5.modeling_qwen3_5",
+    "transformers.models.qwen3_5.configuration_qwen3_5",
+    "transformers.integrations.hub_kernels",
+    "transformers.cache_utils",
+    "transformers.conversion_mapping",
+    "transformers.core_model_loading",
+]
+saved, missing = [], []
 with tarfile.open(os.path.join(sys.argv[1], "transformers-sources.tar.gz"), "w:gz") as t:
-    for m in mods:
-        data = inspect.getsource(m).encode()
+    for name in names:
+        try:
+            m = importlib.import_module(name)
+            data = inspect.getsource(m).encode()
+        except Exception as e:  # not in this transformers version
+            missing.append(f"{name} ({type(e).__name__}: {e})")
+            continue
         info = tarfile.TarInfo(m.__name__ + ".py"); info.size = len(data)
         t.addfile(info, io.BytesIO(data))
-print("sources saved")
+        saved.append(name)
+print(f"sources saved (transformers {transformers.__version__}): {len(saved)} modules")
+for x in missing:
+    print(f"  not saved: {x}")
 EOF
 fi
 
@@ -49,7 +70,8 @@ if [ -n "${CALIBRATE:-}" ]; then
 fi
 
 args=(--out "$WORK")
-[ -n "${ONLY:-}" ] && args+=(--only "$ONLY")
+only="${ONLY:-}"
+for name in ${only//,/ }; do args+=(--only "$name"); done
 python3 scripts/make_fixtures.py "${args[@]}" 2>&1 | tee "$OUT/make_fixtures.log"
 rc=${PIPESTATUS[0]}
 if [ -d "$WORK" ]; then
