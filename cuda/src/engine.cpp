@@ -10,6 +10,7 @@
 
 #include "loader/weights.h"
 #include "memory_plan.h"
+#include "models/registry.h"
 #include "backend/cpu/cpu_decoder.h"
 #include "backend/cuda/cuda_decoder.h"
 #include "backend/cuda/cuda_plan.h"
@@ -44,7 +45,7 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
   plan_memory(c, p);  // validates the params before anything big happens
   progress(0.02f, "mapping");
   e->checkpoint_ = Checkpoint::open(dir);
-  Weights w = bind_weights(c, *e->checkpoint_, [&](int done, int total) {
+  Weights w = bind_weights(c, model_entry(c).schema(c), *e->checkpoint_, [&](int done, int total) {
     progress(0.05f + (use_cuda ? 0.05f : 0.85f) * float(done) / float(total), "weights");
   });
   // The plan reads the GPU's free memory under the context the decoder will use: held from here, it is made once.
@@ -203,7 +204,7 @@ vt_memory_estimate Engine::estimate(const std::string &dir, const vt_engine_para
   const ModelConfig c = load_model_config(dir);
   plan_memory(c, p);  // validates the params before the files are opened
   auto ck = Checkpoint::open(dir);  // maps, reads only the headers and the small vectors bind_weights copies
-  const Weights w = bind_weights(c, *ck, nullptr);
+  const Weights w = bind_weights(c, model_entry(c).schema(c), *ck, nullptr);
   const MemoryPlan plan = plan_memory_for(c, p, w.bytes);
   vt_memory_estimate est{};
   est.weight_bytes = w.bytes;

@@ -199,7 +199,7 @@ MemoryPlan plan_memory_on(const ModelConfig &c, const vt_engine_params &p, int64
   } else {
     // The CPU decoder's activations, sized by the code that allocates them (the model's declarations through a
     // sizing CpuModelOps), plus the runner's logits and the sampler.
-    const Weights shapes = entry.weight_shapes(c);
+    const Weights shapes = shape_weights(c, entry.schema(c));
     CpuModelOps sizing(c, m.max_batch_tokens);
     const std::unique_ptr<Model> model = entry.make(c, shapes, sizing);
     m.activation_bytes = sizing.bytes();

@@ -17,6 +17,7 @@
 #include "loader/config.h"
 #include "loader/weights.h"
 #include "models/decoder.h"
+#include "models/dense_model.h"
 #include "models/model.h"
 
 namespace model_fixture {
@@ -33,16 +34,20 @@ class MlpFirstModel : public Model {
   MlpFirstModel(const Weights &w, ModelOps &ops) {
     x_ = ops.tensor({H}, Storage::kResidual), h_ = ops.tensor({H}, Storage::kOutput);
     qkv_ = ops.tensor({QD, KVD, KVD}), attn_ = ops.tensor({QD}), act_ = ops.tensor({I});
-    embed_ = ops.linear_weights({&w.embed});
-    for (const LayerWeights &Lw : w.layers)
-      layers_.push_back({ops.linear_weights({&Lw.q, &Lw.k, &Lw.v}, {&Lw.q_bias, &Lw.k_bias, &Lw.v_bias}),
-                         ops.linear_weights({&Lw.o}, {&Lw.o_bias}),
-                         ops.linear_weights({&Lw.gate, &Lw.up}, {&Lw.gate_bias, &Lw.up_bias}),
-                         ops.linear_weights({&Lw.down}, {&Lw.down_bias}), ops.vector_weights(Lw.attn_norm),
-                         ops.vector_weights(Lw.q_norm), ops.vector_weights(Lw.k_norm),
-                         ops.vector_weights(Lw.mlp_norm)});
-    final_norm_ = ops.vector_weights(w.final_norm);
-    head_ = ops.linear_weights({&w.lm_head});
+    embed_ = ops.linear_weights({&w.matrix(Role::kEmbed)});
+    for (int32_t l = 0; l < w.n_layers(); ++l) {
+      const auto m = [&](Role r) { return &w.matrix(r, l); };
+      const auto v = [&](Role r) { return &w.vec(r, l); };
+      layers_.push_back({ops.linear_weights({m(Role::kQ), m(Role::kK), m(Role::kV)},
+                                            {v(Role::kQBias), v(Role::kKBias), v(Role::kVBias)}),
+                         ops.linear_weights({m(Role::kO)}, {v(Role::kOBias)}),
+                         ops.linear_weights({m(Role::kGate), m(Role::kUp)}, {v(Role::kGateBias), v(Role::kUpBias)}),
+                         ops.linear_weights({m(Role::kDown)}, {v(Role::kDownBias)}),
+                         ops.vector_weights(*v(Role::kAttnNorm)), ops.vector_weights(*v(Role::kQNorm)),
+                         ops.vector_weights(*v(Role::kKNorm)), ops.vector_weights(*v(Role::kMlpNorm))});
+    }
+    final_norm_ = ops.vector_weights(w.vec(Role::kFinalNorm));
+    head_ = ops.linear_weights({&w.matrix(Role::kLmHead)});
   }
   static std::unique_ptr<Model> make(const ModelConfig &, const Weights &w, ModelOps &ops) {
     return std::make_unique<MlpFirstModel>(w, ops);
@@ -122,9 +127,11 @@ struct RefState {  // per layer: the keys and values of every position so far
 };
 
 inline Vec attention_sub(const Weights &w, int l, const Vec &h, int pos, RefState &st) {
-  const LayerWeights &Lw = w.layers[size_t(l)];
-  Vec q = linear(h, Lw.q, Lw.q_bias), k = linear(h, Lw.k, Lw.k_bias), v = linear(h, Lw.v, Lw.v_bias);
-  head_norm(q, NH, Lw.q_norm), head_norm(k, NKV, Lw.k_norm);
+  const auto m = [&](Role r) -> const Matrix & { return w.matrix(r, l); };
+  const auto b = [&](Role r) -> const std::vector<float> & { return w.vec(r, l); };
+  Vec q = linear(h, m(Role::kQ), b(Role::kQBias)), k = linear(h, m(Role::kK), b(Role::kKBias)),
+      v = linear(h, m(Role::kV), b(Role::kVBias));
+  head_norm(q, NH, b(Role::kQNorm)), head_norm(k, NKV, b(Role::kKNorm));
   rope(q, NH, pos), rope(k, NKV, pos);
   st.k[size_t(l)].push_back(k), st.v[size_t(l)].push_back(v);
   Vec out(QD, 0.0);
@@ -143,30 +150,40 @@ inline Vec attention_sub(const Weights &w, int l, const Vec &h, int pos, RefStat
     for (size_t p = 0; p < score.size(); ++p)
       for (int i = 0; i < HD; ++i) out[size_t(hh * HD + i)] += score[p] / z * st.v[size_t(l)][p][size_t(kv * HD + i)];
   }
-  return linear(out, Lw.o, Lw.o_bias);
+  return linear(out, m(Role::kO), b(Role::kOBias));
 }
 
 inline Vec mlp_sub(const Weights &w, int l, const Vec &h) {
-  const LayerWeights &Lw = w.layers[size_t(l)];
-  const Vec g = linear(h, Lw.gate, Lw.gate_bias), u = linear(h, Lw.up, Lw.up_bias);
+  const Vec g = linear(h, w.matrix(Role::kGate, l), w.vec(Role::kGateBias, l)),
+            u = linear(h, w.matrix(Role::kUp, l), w.vec(Role::kUpBias, l));
   Vec a(static_cast<size_t>(I));
   for (int i = 0; i < I; ++i) a[size_t(i)] = g[size_t(i)] / (1 + std::exp(-g[size_t(i)])) * u[size_t(i)];
-  return linear(a, Lw.down, Lw.down_bias);
+  return linear(a, w.matrix(Role::kDown, l), w.vec(Role::kDownBias, l));
 }
 
 // Logits of one token at `pos`, the sequence's earlier positions in st; mlp_first: the variant's order.
 inline Vec reference_step(const Weights &w, int token, int pos, RefState &st, bool mlp_first) {
   Vec x(static_cast<size_t>(H));
-  for (int i = 0; i < H; ++i) x[size_t(i)] = load_as_f32(w.embed.data, w.embed.dtype, int64_t(token) * H + i);
+  const Matrix &embed = w.matrix(Role::kEmbed);
+  for (int i = 0; i < H; ++i) x[size_t(i)] = load_as_f32(embed.data, embed.dtype, int64_t(token) * H + i);
   for (int l = 0; l < L; ++l) {
-    const LayerWeights &Lw = w.layers[size_t(l)];
     for (int sub = 0; sub < 2; ++sub) {
       const bool attn = (sub == 0) != mlp_first;
-      const Vec y = attn ? attention_sub(w, l, rmsnorm(x, Lw.attn_norm), pos, st) : mlp_sub(w, l, rmsnorm(x, Lw.mlp_norm));
+      const Vec y = attn ? attention_sub(w, l, rmsnorm(x, w.vec(Role::kAttnNorm, l)), pos, st)
+                         : mlp_sub(w, l, rmsnorm(x, w.vec(Role::kMlpNorm, l)));
       for (int i = 0; i < H; ++i) x[size_t(i)] += y[size_t(i)];
     }
   }
-  return linear(rmsnorm(x, w.final_norm), w.lm_head, {});
+  return linear(rmsnorm(x, w.vec(Role::kFinalNorm)), w.matrix(Role::kLmHead), {});
+}
+
+inline ModelConfig config() {
+  ModelConfig c;
+  c.architecture = "Qwen3ForCausalLM", c.family = Family::Qwen3;
+  c.vocab_size = V, c.hidden_size = H, c.intermediate_size = I, c.n_layers = L, c.n_heads = NH, c.n_kv_heads = NKV;
+  c.head_dim = HD, c.max_position_embeddings = 64, c.rms_norm_eps = float(kEps), c.qk_norm = true, c.qkv_bias = true;
+  c.rope.theta = kTheta;
+  return c;
 }
 
 // ---- a random checkpoint ------------------------------------------------------------------------------------
@@ -202,32 +219,27 @@ struct RandomCheckpoint {
   }
   explicit RandomCheckpoint(bool bf16_weights = false) : bf16(bf16_weights) {
     store.reserve(64), store16.reserve(64);
-    w.embed = matrix(V, H, 1.0);
+    // The dense schema of config() declares every tensor (o and MLP biases absent); filled in the order the
+    // values were always drawn.
+    w = Weights(dense_schema(config()));
+    w.set(Role::kEmbed, -1, matrix(V, H, 1.0));
     for (int l = 0; l < L; ++l) {
-      LayerWeights Lw;
-      Lw.attn_norm = vec(H, 0.5, 1.5), Lw.mlp_norm = vec(H, 0.5, 1.5);
-      Lw.q = matrix(QD, H, 0.3), Lw.k = matrix(KVD, H, 0.3), Lw.v = matrix(KVD, H, 0.3), Lw.o = matrix(H, QD, 0.3);
-      Lw.q_bias = vec(QD, -0.1, 0.1), Lw.k_bias = vec(KVD, -0.1, 0.1), Lw.v_bias = vec(KVD, -0.1, 0.1);
-      Lw.q_norm = vec(HD, 0.5, 1.5), Lw.k_norm = vec(HD, 0.5, 1.5);
-      Lw.gate = matrix(I, H, 0.3), Lw.up = matrix(I, H, 0.3), Lw.down = matrix(H, I, 0.3);
-      w.layers.push_back(Lw);
+      w.set(Role::kAttnNorm, l, vec(H, 0.5, 1.5)), w.set(Role::kMlpNorm, l, vec(H, 0.5, 1.5));
+      w.set(Role::kQ, l, matrix(QD, H, 0.3)), w.set(Role::kK, l, matrix(KVD, H, 0.3));
+      w.set(Role::kV, l, matrix(KVD, H, 0.3)), w.set(Role::kO, l, matrix(H, QD, 0.3));
+      w.set(Role::kQBias, l, vec(QD, -0.1, 0.1)), w.set(Role::kKBias, l, vec(KVD, -0.1, 0.1));
+      w.set(Role::kVBias, l, vec(KVD, -0.1, 0.1));
+      w.set(Role::kQNorm, l, vec(HD, 0.5, 1.5)), w.set(Role::kKNorm, l, vec(HD, 0.5, 1.5));
+      w.set(Role::kGate, l, matrix(I, H, 0.3)), w.set(Role::kUp, l, matrix(I, H, 0.3));
+      w.set(Role::kDown, l, matrix(H, I, 0.3));
     }
-    w.final_norm = vec(H, 0.5, 1.5);
-    w.lm_head = matrix(V, H, 0.5);
+    w.set(Role::kFinalNorm, -1, vec(H, 0.5, 1.5));
+    w.set(Role::kLmHead, -1, matrix(V, H, 0.5));
     w.dtype = bf16 ? DType::BF16 : DType::F32;
     for (const auto &m : store) w.bytes += int64_t(m.size() * 4);
     for (const auto &m : store16) w.bytes += int64_t(m.size() * 2);
   }
 };
-
-inline ModelConfig config() {
-  ModelConfig c;
-  c.architecture = "Qwen3ForCausalLM", c.family = Family::Qwen3;
-  c.vocab_size = V, c.hidden_size = H, c.intermediate_size = I, c.n_layers = L, c.n_heads = NH, c.n_kv_heads = NKV;
-  c.head_dim = HD, c.max_position_embeddings = 64, c.rms_norm_eps = float(kEps), c.qk_norm = true, c.qkv_bias = true;
-  c.rope.theta = kTheta;
-  return c;
-}
 
 // Runs a decoder built over ck (its KV cache: one block of 16 at block 0): a 6-token prompt in one step, then one
 // decode step; the logits of every row of both steps against the reference's, as max |a - b| / max |b|. first_logits:

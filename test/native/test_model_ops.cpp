@@ -54,7 +54,8 @@ void plan_against_allocation() {
     record(kv.bytes() == plan.kv_cache_bytes + plan.state_slot_bytes,
            entry.path().filename().string() + ": KV plan " + std::to_string(plan.kv_cache_bytes + plan.state_slot_bytes) +
                " B, allocated " + std::to_string(kv.bytes()) + " B");
-    const CpuDecoder decoder(c, bind_weights(c, *ck, nullptr), pool, kv, plan.max_batch_tokens);
+    const CpuDecoder decoder(c, bind_weights(c, model_entry(c).schema(c), *ck, nullptr), pool, kv,
+                             plan.max_batch_tokens);
     record(plan.activation_bytes > 0 && decoder.activation_bytes() == plan.activation_bytes,
            entry.path().filename().string() + ": plan " + std::to_string(plan.activation_bytes) + " B, allocated " +
                std::to_string(decoder.activation_bytes()) + " B");

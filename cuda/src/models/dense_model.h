@@ -1,7 +1,7 @@
 // The dense decoder shared by Llama, Qwen2 and Qwen3 (pre-norm, RMSNorm, GQA attention with RoPE, SwiGLU MLP),
 // written once over ModelOps (models/model_ops.h). What differs between them is data, not code: Qwen2 has q/k/v
 // biases, Qwen3 normalises each head of q and k before RoPE, and each picks its own rope scaling (the backend
-// reads that from the config). Its weight schema is bind(); its forward pass reads top to bottom.
+// reads that from the config). Its weight schema is dense_schema(); its forward pass reads top to bottom.
 #pragma once
 
 #include <cstdint>
@@ -10,17 +10,19 @@
 #include "loader/config.h"
 #include "loader/weights.h"
 #include "models/model.h"
+#include "models/weight_schema.h"
 
 namespace vt {
+
+// The dense models' tensors for a config, as transformers names them (model.embed_tokens, model.layers.<l>.*,
+// model.norm, lm_head): biases exactly where the config says (qkv_bias, o_bias, mlp_bias), q_norm/k_norm where
+// qk_norm, the lm_head tied when tie_word_embeddings.
+WeightSchema dense_schema(const ModelConfig &c);
 
 class DenseModel : public Model {
  public:
   // Declares the model's activations and binds its weights (which stay `w`'s: the backend may copy or map them).
   DenseModel(const ModelConfig &c, const Weights &w, ModelOps &ops);
-
-  // The weight schema's shapes for a config, no data: what a backend's sizing needs (memory_plan.cpp) before a
-  // checkpoint is read.
-  static Weights weight_shapes(const ModelConfig &c);
 
   void forward(ModelOps &ops) const override;
   Tensor output() const override { return h_; }

@@ -12,10 +12,10 @@ std::unique_ptr<Model> make_dense(const ModelConfig &c, const Weights &w, ModelO
 }
 
 constexpr ModelEntry kModels[] = {
-    {"LlamaForCausalLM", "llama", Family::Llama, make_dense, DenseModel::weight_shapes, StateLayout::all_attention},
-    {"MistralForCausalLM", "mistral", Family::Llama, make_dense, DenseModel::weight_shapes, StateLayout::all_attention},
-    {"Qwen2ForCausalLM", "qwen2", Family::Qwen2, make_dense, DenseModel::weight_shapes, StateLayout::all_attention},
-    {"Qwen3ForCausalLM", "qwen3", Family::Qwen3, make_dense, DenseModel::weight_shapes, StateLayout::all_attention},
+    {"LlamaForCausalLM", "llama", Family::Llama, make_dense, dense_schema, StateLayout::all_attention},
+    {"MistralForCausalLM", "mistral", Family::Llama, make_dense, dense_schema, StateLayout::all_attention},
+    {"Qwen2ForCausalLM", "qwen2", Family::Qwen2, make_dense, dense_schema, StateLayout::all_attention},
+    {"Qwen3ForCausalLM", "qwen3", Family::Qwen3, make_dense, dense_schema, StateLayout::all_attention},
 };
 
 // transformers 5's classes (models/qwen3_5, qwen3_5_moe): the ConditionalGeneration is what Qwen publishes, the

@@ -12,6 +12,7 @@
 #include "loader/weights.h"
 #include "models/model.h"
 #include "models/state_layout.h"
+#include "models/weight_schema.h"
 
 namespace vt {
 
@@ -21,8 +22,9 @@ struct ModelEntry {
   Family family;
   // The model over `ops`, bound to `w` (which must outlive it).
   std::unique_ptr<Model> (*make)(const ModelConfig &c, const Weights &w, ModelOps &ops);
-  // The weight schema's shapes for a config, no data: what sizing needs before a checkpoint is read.
-  Weights (*weight_shapes)(const ModelConfig &c);
+  // The model's weight schema for a config (models/weight_schema.h): what bind_weights binds and, through
+  // shape_weights, what sizing reads before a checkpoint is.
+  WeightSchema (*schema)(const ModelConfig &c);
   // What each layer keeps per sequence between steps (K/V, a state slot): what sizes the KV pool and the slots.
   StateLayout (*state_layout)(const ModelConfig &c);
 };

@@ -77,7 +77,7 @@ CudaDecoder::Workspace CudaDecoder::plan_workspace(const ModelConfig &c, const C
   ws.attn_rows = int32_t(std::min<int64_t>(S, T));
   // The model's activations and the ops' scratch: the model declared over a sizing CudaModelOps.
   const ModelEntry &entry = model_entry(c);
-  const Weights shapes = entry.weight_shapes(c);
+  const Weights shapes = shape_weights(c, entry.schema(c));
   // (Our GEMMs serve every bf16 product unless the cuBLASLt A/B arm asks otherwise: every target has them.)
   const bool ours = p.act == cuda::Act::BF16 && p.tuning.gemm != "cublaslt";
   CudaModelOps sizing(c, model_ops_params(p, ws.attn_rows, 8, ours), sm_count);
