@@ -22,6 +22,7 @@ class KvCache {
   float *v(int32_t layer) { return base_ + (int64_t(layout_.kv_index(layer)) * 2 + 1) * layer_floats_; }
   // The slot_elems fp32 values a recurrent layer keeps for the sequence holding `slot` (StateSlots).
   float *state(int32_t layer, int32_t slot);
+  int64_t slot_stride() const { return layout_.slot_elems(); }  // floats from one slot's state to the next's
 
   int32_t n_blocks() const { return n_blocks_; }
   int32_t block_size() const { return block_size_; }

@@ -75,8 +75,8 @@ struct ModelConfig {
   // What mixes each layer's tokens, n_layers entries: all Attention for the dense families.
   std::vector<LayerKind> layer_kinds;
   // RoPE rotates the first rotary_dims of each q/k head (NeoX halves: rotate_half over those dims) and passes the
-  // rest through: head_dim, except Qwen3.5's head_dim x partial_rotary_factor (256 x 0.25 = 64). rope_tables still
-  // computes head_dim / 2 frequencies: the hybrid model's RoPE will need rotary_dims / 2.
+  // rest through: head_dim, except Qwen3.5's head_dim x partial_rotary_factor (256 x 0.25 = 64). rope_tables computes
+  // rotary_dims / 2 frequencies.
   int32_t rotary_dims = 0;
   // Qwen3.5's attention output gate: q_proj gives, per head, [q | gate] (2 x head_dim rows), and the attention
   // output is multiplied by sigmoid(gate) before o_proj.

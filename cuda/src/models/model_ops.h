@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "loader/weights.h"
+#include "models/gdn_geometry.h"
 #include "models/decoder.h"
 
 namespace vt {
@@ -71,6 +72,18 @@ struct Epilogue {
   }
 };
 
+// A Gated DeltaNet layer's own weights and geometry (ModelOps::gdn_weights): the conv, the gates and the norm that
+// the op applies between the layer's in_proj and out_proj (both ordinary Linears of the model); fp32 host copies.
+struct GdnWeights {
+  GdnGeometry geo{};
+  int32_t conv_kernel = 0;
+  const std::vector<float> *conv = nullptr;                       // (C, W), C = geo.qkv_dim(): conv1d.weight (C, 1, W)
+  const std::vector<float> *a_log = nullptr, *dt_bias = nullptr;  // (Hv)
+  const std::vector<float> *norm = nullptr;                       // (Dv): the gated RMSNorm's weight, applied as is
+  int32_t layer = 0;  // the model layer: its part of each state slot (models/state_layout.h)
+};
+enum class Recurrent : int32_t {};
+
 class ModelOps {
  public:
   virtual ~ModelOps() = default;
@@ -91,6 +104,13 @@ class ModelOps {
   virtual void linear(Tensor x, Linear w, Tensor out, const Epilogue &e = {}) = 0;
   // Paged causal attention of `layer` for the q part of qkv (written by a kRopeStore linear) → out.
   virtual void attention(Tensor qkv, int32_t layer, Tensor out) = 0;
+  // Load time: a Gated DeltaNet layer's weights (the handle the op below takes).
+  virtual Recurrent gdn_weights(const GdnWeights &w) = 0;
+  // The Gated DeltaNet between its projections: in = in_proj's output, parts {qkv (C), z (Hv·Dv), b (Hv), a (Hv)};
+  // out (Hv·Dv) = gated_rmsnorm(delta_rule(silu(conv(qkv)), gates(b, a)), z): out_proj's input. Each sequence's
+  // conv and recurrent states are in its state slot (ForwardBatch::state_slots), read as zeros when its chunk
+  // starts at position 0 (a new or recomputed sequence: whatever the slot held is overwritten).
+  virtual void gated_delta_net(Tensor in, Recurrent r, Tensor out) = 0;
   // (The lm_head is the decoder's: it runs Model::head over Model::output's rows, where the logits are wanted.)
 };
 

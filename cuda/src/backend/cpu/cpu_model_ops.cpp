@@ -1,5 +1,7 @@
 #include "backend/cpu/cpu_model_ops.h"
 
+#include "backend/cpu/gated_delta.h"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -21,14 +23,15 @@ void CpuModelOps::reserve(PageVector<float> &v, int64_t cols) {
 }
 
 int64_t CpuModelOps::bytes() const {
-  int64_t cols = proj_cols_ + up_cols_ + c_.hidden_size;  // the scratch, and the rows gathered for logits()
+  // the scratch, and the rows gathered for logits()
+  int64_t cols = proj_cols_ + up_cols_ + c_.hidden_size + conv_cols_ + 2 * gate_cols_;
   for (const auto &t : tensors_)
     for (const Part &p : t) cols += p.cols;
   return int64_t(max_tokens_) * cols * int64_t(sizeof(float));
 }
 
 int64_t CpuModelOps::allocated_bytes() const {
-  size_t floats = proj_.size() + up_.size() + gathered_.size();
+  size_t floats = proj_.size() + up_.size() + gathered_.size() + conv_out_.size() + beta_.size() + g_.size();
   for (const auto &t : tensors_)
     for (const Part &p : t) floats += p.data.size();
   return int64_t(floats * sizeof(float));
@@ -77,6 +80,10 @@ void CpuModelOps::begin_step(const ForwardBatch &b, const int32_t *tokens) {
   if (!pool_) throw std::logic_error("CpuModelOps: a sizing instance runs nothing");
   if (b.n_tokens > max_tokens_) throw std::logic_error("CpuModelOps: a step larger than max_tokens");
   b_ = &b, tokens_ = tokens;
+  if (!gdns_.empty()) {
+    fresh_.resize(size_t(b.attn.n_seqs));
+    for (int32_t s = 0; s < b.attn.n_seqs; ++s) fresh_[size_t(s)] = b.attn.seq_pos0[s] == 0;
+  }
 }
 
 void CpuModelOps::embed(Linear t, Tensor out) {
@@ -133,6 +140,34 @@ void CpuModelOps::attention(Tensor qkv, int32_t layer, Tensor out) {
   const float scale = 1.0f / std::sqrt(float(c_.head_dim));
   cpu::attention(*pool_, part(qkv, 0), kv_->k(layer), kv_->v(layer), b_->attn, c_.n_heads, c_.n_kv_heads, c_.head_dim,
                  scale, part(out, 0));
+}
+
+Recurrent CpuModelOps::gdn_weights(const GdnWeights &w) {
+  const int64_t C = w.geo.qkv_dim();
+  if (!w.conv || int64_t(w.conv->size()) != C * w.conv_kernel || !w.a_log || !w.dt_bias || !w.norm ||
+      int64_t(w.a_log->size()) != w.geo.n_v_heads || int64_t(w.dt_bias->size()) != w.geo.n_v_heads ||
+      int64_t(w.norm->size()) != w.geo.v_dim)
+    throw std::logic_error("CpuModelOps: a Gated DeltaNet layer's weights do not match its geometry");
+  if (C > conv_cols_) conv_cols_ = C, reserve(conv_out_, C);
+  if (w.geo.n_v_heads > gate_cols_) gate_cols_ = w.geo.n_v_heads, reserve(beta_, gate_cols_), reserve(g_, gate_cols_);
+  gdns_.push_back(w);
+  return Recurrent(int32_t(gdns_.size() - 1));
+}
+
+void CpuModelOps::gated_delta_net(Tensor in, Recurrent r, Tensor out) {
+  const GdnWeights &w = gdns_.at(size_t(r));
+  const int64_t T = b_->n_tokens, C = w.geo.qkv_dim();
+  const cpu::RecurrentBatch rb{b_->attn.n_seqs, b_->attn.seq_q_start, b_->state_slots, fresh_.data()};
+  // The layer's part of slot 0; slots are kv_->slot_stride() floats apart (conv state first: gdn_geometry.h).
+  float *conv_state = kv_->state(w.layer, 0), *state = conv_state + w.geo.conv_state_floats(w.conv_kernel);
+  const int64_t stride = kv_->slot_stride();
+  cpu::causal_conv1d_silu(*pool_, part(in, 0), rb, C, w.conv_kernel, w.conv->data(), conv_state, stride,
+                          conv_out_.data());
+  cpu::gdn_gates(part(in, 2), part(in, 3), T, w.geo.n_v_heads, w.a_log->data(), w.dt_bias->data(), beta_.data(),
+                 g_.data());
+  float *o = part(out, 0);
+  cpu::gated_delta_rule(*pool_, conv_out_.data(), g_.data(), beta_.data(), rb, w.geo, state, stride, o);
+  cpu::gated_rmsnorm(*pool_, o, part(in, 1), T * w.geo.n_v_heads, w.geo.v_dim, w.norm->data(), c_.rms_norm_eps, o);
 }
 
 void CpuModelOps::logits(Tensor x, const int32_t *rows, int32_t n, Linear h, float *out) {

@@ -36,6 +36,8 @@ class CpuModelOps : public ModelOps {
   void rmsnorm(Tensor x, Vector norm, Tensor out) override;
   void linear(Tensor x, Linear w, Tensor out, const Epilogue &e = {}) override;
   void attention(Tensor qkv, int32_t layer, Tensor out) override;
+  Recurrent gdn_weights(const GdnWeights &w) override;
+  void gated_delta_net(Tensor in, Recurrent r, Tensor out) override;
   // logits (n, vocab) fp32 of the given rows of x through `head` (a one-matrix Linear, (vocab, hidden)).
   void logits(Tensor x, const int32_t *rows, int32_t n, Linear head, float *out);
 
@@ -71,6 +73,12 @@ class CpuModelOps : public ModelOps {
   // the residual tensors and the two-part linear layers declared.
   int64_t proj_cols_ = 0, up_cols_ = 0;
   PageVector<float> proj_, up_, gathered_;
+  // Gated DeltaNet layers: their weights, and the scratch of the widest (the conv's output (T, C), the gates
+  // beta and g (T, Hv) each); per step, which sequences start from zero states.
+  std::vector<GdnWeights> gdns_;
+  int64_t conv_cols_ = 0, gate_cols_ = 0;
+  PageVector<float> conv_out_, beta_, g_;
+  std::vector<int32_t> fresh_;
 };
 
 }  // namespace vt

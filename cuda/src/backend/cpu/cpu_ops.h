@@ -28,10 +28,11 @@ void add_rmsnorm(ThreadPool &pool, float *residual, const float *x, int64_t rows
                  float eps, float *out);
 
 // In place rotary embedding, HF "rotate_half" (NeoX) layout: for each head, pairs (i, i + rot/2), i < rot/2.
-// x(T, n_heads, head_dim); pos(T); inv_freq(head_dim/2) already includes any scaling; cos/sin are multiplied
-// by `attn_scale` (YaRN's attention factor; 1 otherwise).
+// x(T, n_heads, head_dim); pos(T); inv_freq(rot/2) already includes any scaling; cos/sin are multiplied
+// by `attn_scale` (YaRN's attention factor; 1 otherwise). rot = rotary_dims (0: head_dim): partial RoPE turns
+// the leading rot dims of each head and leaves the rest (Qwen3.5: 64 of 256).
 void rope(ThreadPool &pool, float *x, int64_t T, int32_t n_heads, int32_t head_dim, const int32_t *pos,
-          const float *inv_freq, float attn_scale);
+          const float *inv_freq, float attn_scale, int32_t rotary_dims = 0);
 
 // out(T, F) = silu(gate_up[:, :F]) * gate_up[:, F:2F]   where gate_up is (T, 2F) (gate and up concatenated
 // by the caller's layout), or with separate buffers below.

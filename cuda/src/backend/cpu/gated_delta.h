@@ -25,6 +25,7 @@
 #include <cstdint>
 
 #include "backend/cpu/thread_pool.h"
+#include "models/gdn_geometry.h"
 
 namespace vt::cpu {
 
@@ -35,13 +36,7 @@ struct RecurrentBatch {
   const int32_t *fresh;      // (n_seqs) nonzero: the sequence starts here, its states read as zeros; or nullptr
 };
 
-// Head counts and sizes of one Gated DeltaNet layer. Key head kh serves the value heads
-// [kh · Hv/Hk, (kh + 1) · Hv/Hk) (transformers' repeat_interleave); Hv is a multiple of Hk.
-struct GdnGeometry {
-  int32_t n_k_heads, n_v_heads, k_dim, v_dim;
-  int64_t qkv_dim() const { return 2 * int64_t(n_k_heads) * k_dim + int64_t(n_v_heads) * v_dim; }
-  int64_t state_floats() const { return int64_t(n_v_heads) * k_dim * v_dim; }  // one slot's recurrent state
-};
+using GdnGeometry = vt::GdnGeometry;  // (models/gdn_geometry.h: one description of a layer for every backend)
 
 // out(T, C) = silu(causal depthwise conv over each sequence's rows of x(T, C)), no bias:
 //   out[t, c] = silu(Σ_j weight[c, j] · x[t - (W-1) + j, c]),  j < W,

@@ -79,8 +79,8 @@ void add_rmsnorm(ThreadPool &pool, float *residual, const float *x, int64_t rows
 // off by ~1e-4 rad, which is visible against a float64 reference. cos/sin are computed once per token and
 // reused by every head.
 void rope(ThreadPool &pool, float *x, int64_t T, int32_t n_heads, int32_t head_dim, const int32_t *pos,
-          const float *inv_freq, float attn_scale) {
-  const int half = head_dim / 2;
+          const float *inv_freq, float attn_scale, int32_t rotary_dims) {
+  const int half = (rotary_dims > 0 ? rotary_dims : head_dim) / 2;
   pool.run(T, row_grain(int64_t(n_heads) * head_dim), [&](int64_t t0, int64_t t1, int) {
     thread_local Scratch cs;
     float *c = cs.floats(size_t(2 * half)), *s = c + half;

@@ -342,6 +342,15 @@ void CudaModelOps::linear(Tensor x, Linear wi, Tensor out, const Epilogue &e) {
   }
 }
 
+Recurrent CudaModelOps::gdn_weights(const GdnWeights &) {
+  fail(VT_ERR_UNSUPPORTED_ARCH, c_.architecture + " has Gated DeltaNet layers, which the CUDA backend does not run yet: "
+                                "load it with device 'cpu'");
+}
+
+void CudaModelOps::gated_delta_net(Tensor, Recurrent, Tensor) {
+  fail(VT_ERR_INTERNAL, "CudaModelOps: gated_delta_net without gdn_weights");
+}
+
 void CudaModelOps::attention(Tensor qkv, int32_t layer, Tensor out) {
   flush_embed();
   materialize(qkv);

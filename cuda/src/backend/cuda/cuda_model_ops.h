@@ -112,6 +112,9 @@ class CudaModelOps : public ModelOps {
   void rmsnorm(Tensor x, Vector norm, Tensor out) override;
   void linear(Tensor x, Linear w, Tensor out, const Epilogue &e = {}) override;
   void attention(Tensor qkv, int32_t layer, Tensor out) override;
+  // Not on this backend yet (issue 31: the kernels are gated_delta_ops.h's, the wiring is next): a load refuses.
+  Recurrent gdn_weights(const GdnWeights &w) override;
+  void gated_delta_net(Tensor in, Recurrent r, Tensor out) override;
 
   // For the executor's lm_head. A bound matrix (stacked parts: rows q | k | v) in its stored dtype.
   struct DMatrix {
