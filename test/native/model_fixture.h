@@ -34,6 +34,7 @@ class MlpFirstModel : public Model {
   MlpFirstModel(const Weights &w, ModelOps &ops) {
     x_ = ops.tensor({H}, Storage::kResidual), h_ = ops.tensor({H}, Storage::kOutput);
     qkv_ = ops.tensor({QD, KVD, KVD}), attn_ = ops.tensor({QD}), act_ = ops.tensor({I});
+    attn_kind_ = ops.attention_kind({NH, NKV, HD, HD, false});
     embed_ = ops.linear_weights({&w.matrix(Role::kEmbed)});
     for (int32_t l = 0; l < w.n_layers(); ++l) {
       const auto m = [&](Role r) { return &w.matrix(r, l); };
@@ -60,8 +61,8 @@ class MlpFirstModel : public Model {
       const bool last = l + 1 == layers_.size();
       ops.linear(h_, L.gate_up, act_, Epilogue::swiglu());
       ops.linear(act_, L.down, h_, Epilogue::add_norm(x_, L.attn_norm));
-      ops.linear(h_, L.qkv, qkv_, Epilogue::rope_store(int32_t(l), L.q_norm, L.k_norm));
-      ops.attention(qkv_, int32_t(l), attn_);
+      ops.linear(h_, L.qkv, qkv_, Epilogue::rope_store(int32_t(l), attn_kind_, L.q_norm, L.k_norm));
+      ops.attention(qkv_, attn_kind_, int32_t(l), attn_);
       ops.linear(attn_, L.o, h_, Epilogue::add_norm(x_, last ? final_norm_ : layers_[l + 1].mlp_norm, last));
     }
   }
@@ -77,6 +78,7 @@ class MlpFirstModel : public Model {
   Linear embed_{}, head_{};
   Vector final_norm_{};
   Tensor x_{}, h_{}, qkv_{}, attn_{}, act_{};
+  Attention attn_kind_{};
 };
 
 // ---- the float64 reference -----------------------------------------------------------------------------------

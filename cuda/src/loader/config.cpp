@@ -310,9 +310,13 @@ ModelConfig load_model_config(const std::string &dir) {
 }
 
 void rope_tables(const ModelConfig &c, std::vector<float> *inv_freq_out, float *attn_scale) {
-  const RopeConfig &r = c.rope;
   // RoPE turns the leading rotary_dims of each head (Qwen3.5: a quarter of them); the frequencies are over those.
-  const int dim = c.rotary_dims > 0 ? c.rotary_dims : c.head_dim;
+  rope_tables(c, c.rotary_dims > 0 ? c.rotary_dims : c.head_dim, inv_freq_out, attn_scale);
+}
+
+void rope_tables(const ModelConfig &c, int32_t dims, std::vector<float> *inv_freq_out, float *attn_scale) {
+  const RopeConfig &r = c.rope;
+  const int dim = dims;
   const int half = dim / 2;
   std::vector<double> inv(half);
   // transformers computes the base frequencies in float32; match that rounding, then work in double.

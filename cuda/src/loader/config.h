@@ -108,5 +108,7 @@ ModelConfig parse_recognised_config(std::string_view config_json, std::optional<
 // RoPE inverse frequencies (head_dim / 2) with the configured scaling, and the factor cos/sin are multiplied by
 // (YaRN's attention factor; 1 otherwise). Computed as transformers' modeling_rope_utils does.
 void rope_tables(const ModelConfig &c, std::vector<float> *inv_freq, float *attn_scale);
+// The same over `dims` rotary dims (an attention kind's: models/model_ops.h AttentionGeometry::rotary_dims).
+void rope_tables(const ModelConfig &c, int32_t dims, std::vector<float> *inv_freq, float *attn_scale);
 
 }  // namespace vt

@@ -44,6 +44,7 @@ DenseModel::DenseModel(const ModelConfig &c, const Weights &w, ModelOps &ops) {
   h_ = ops.tensor({H}, Storage::kOutput);  // the normed input of the current sub-block (at the end: the final norm's)
   qkv_ = ops.tensor({QD, KVD, KVD});
   attn_ = ops.tensor({QD});
+  attn_kind_ = ops.attention_kind({c.n_heads, c.n_kv_heads, c.head_dim, c.head_dim, false});
   act_ = ops.tensor({c.intermediate_size});
   embed_ = ops.linear_weights({&w.matrix(Role::kEmbed)});
   for (int32_t l = 0; l < w.n_layers(); ++l) {
@@ -68,8 +69,8 @@ void DenseModel::forward(ModelOps &ops) const {
     const Layer &L = layers_[l];
     const bool last = l + 1 == layers_.size();
     // attention: q|k|v (Qwen3: each head of q and k normed), RoPE, the new keys and values into the cache
-    ops.linear(h_, L.qkv, qkv_, Epilogue::rope_store(int32_t(l), L.q_norm, L.k_norm));
-    ops.attention(qkv_, int32_t(l), attn_);
+    ops.linear(h_, L.qkv, qkv_, Epilogue::rope_store(int32_t(l), attn_kind_, L.q_norm, L.k_norm));
+    ops.attention(qkv_, attn_kind_, int32_t(l), attn_);
     // residual += o(attention); h = post_attention_layernorm(residual)
     ops.linear(attn_, L.o, h_, Epilogue::add_norm(x_, L.mlp_norm));
     // MLP: silu(gate) * up, then down; residual += it; h = the next layer's input_layernorm (or the final norm:

@@ -37,6 +37,7 @@ class DenseModel : public Model {
   Linear embed_{}, head_{};
   Vector final_norm_{};
   Tensor x_{}, h_{}, qkv_{}, attn_{}, act_{};
+  Attention attn_kind_{};
 };
 
 }  // namespace vt

@@ -37,6 +37,21 @@ enum class Linear : int32_t {};
 enum class Vector : int32_t {};
 constexpr Vector kNoVector = Vector(-1);
 
+// One kind of attention layer (ModelOps::attention_kind), its geometry carried by the handle the model binds its
+// layers' ops with (the kRopeStore epilogue, attention), never read from the config inside the ops: so a model
+// may hold two kinds (or, later, a vision tower beside its language model).
+struct AttentionGeometry {
+  int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  // RoPE turns the leading rotary_dims of each q/k head (NeoX halves) and leaves the rest: head_dim for the dense
+  // models, Qwen3.5's 64 of 256. Its frequencies and scaling are the config's rope parameters over these dims.
+  int32_t rotary_dims = 0;
+  // Qwen3.5's gated attention: q_proj's output is, per head, [q (head_dim) | gate (head_dim)], and attention's
+  // output is multiplied by sigmoid(gate) before o_proj.
+  bool output_gate = false;
+  bool operator==(const AttentionGeometry &) const = default;
+};
+enum class Attention : int32_t {};
+
 // What a linear layer's output goes through before it lands in `out`. The model says what it wants; the backend
 // may fuse it into the product.
 struct Epilogue {
@@ -44,8 +59,9 @@ struct Epilogue {
     kNone,       // out = y
     kAddNorm,    // residual += y; out = rmsnorm(residual) * norm: the next sub-block's input, or (output) the
                  // model's output (Model::output: the lm_head's input; out is then declared Storage::kOutput)
-    kRopeStore,  // y = q|k|v of `layer`: q and k normed per head (q_norm, k_norm, unless kNoVector), RoPE at the
-                 // rows' positions, k and v written into the layer's KV cache; out = y (its q is attention's input)
+    kRopeStore,  // y = q|k|v of `layer`, an attention of kind `attention`: q and k normed per head (q_norm,
+                 // k_norm, unless kNoVector), RoPE at the rows' positions, k and v written into the layer's KV
+                 // cache; out = y (its q, and gate, are the kind's attention's input)
     kSwiGLU,     // y = gate|up: out = silu(gate) * up
   };
   Kind kind = kNone;
@@ -53,6 +69,7 @@ struct Epilogue {
   Vector norm = kNoVector;    // kAddNorm
   bool output = false;        // kAddNorm
   int32_t layer = 0;          // kRopeStore
+  Attention attention{};      // kRopeStore
   Vector q_norm = kNoVector, k_norm = kNoVector;  // kRopeStore
 
   static Epilogue add_norm(Tensor residual, Vector norm, bool output = false) {
@@ -60,9 +77,9 @@ struct Epilogue {
     e.kind = kAddNorm, e.residual = residual, e.norm = norm, e.output = output;
     return e;
   }
-  static Epilogue rope_store(int32_t layer, Vector q_norm, Vector k_norm) {
+  static Epilogue rope_store(int32_t layer, Attention attention, Vector q_norm, Vector k_norm) {
     Epilogue e;
-    e.kind = kRopeStore, e.layer = layer, e.q_norm = q_norm, e.k_norm = k_norm;
+    e.kind = kRopeStore, e.layer = layer, e.attention = attention, e.q_norm = q_norm, e.k_norm = k_norm;
     return e;
   }
   static Epilogue swiglu() {
@@ -97,13 +114,16 @@ class ModelOps {
                                 std::initializer_list<const std::vector<float> *> biases = {}) = 0;
   // A vector of weights (empty: kNoVector).
   virtual Vector vector_weights(const std::vector<float> &v) = 0;
+  // A kind of attention layer; a backend refuses (ERR_UNSUPPORTED_ARCH) a geometry it cannot run.
+  virtual Attention attention_kind(const AttentionGeometry &g) = 0;
 
   // Step time, over the rows of the step the decoder gave its ops.
   virtual void embed(Linear table, Tensor out) = 0;             // out = the table's rows of the step's tokens
   virtual void rmsnorm(Tensor x, Vector norm, Tensor out) = 0;  // out = rmsnorm(x) * norm
   virtual void linear(Tensor x, Linear w, Tensor out, const Epilogue &e = {}) = 0;
-  // Paged causal attention of `layer` for the q part of qkv (written by a kRopeStore linear) → out.
-  virtual void attention(Tensor qkv, int32_t layer, Tensor out) = 0;
+  // Paged causal attention of `layer` (of kind `a`) for the q part of qkv (written by a kRopeStore linear of the same
+  // layer and kind, the step's last) → out (n_heads · head_dim; gated by the kind's output gate).
+  virtual void attention(Tensor qkv, Attention a, int32_t layer, Tensor out) = 0;
   // Load time: a Gated DeltaNet layer's weights (the handle the op below takes).
   virtual Recurrent gdn_weights(const GdnWeights &w) = 0;
   // The Gated DeltaNet between its projections: in = in_proj's output, parts {qkv (C), z (Hv·Dv), b (Hv), a (Hv)};

@@ -10,7 +10,6 @@ namespace vt {
 
 CpuModelOps::CpuModelOps(const ModelConfig &c, cpu::ThreadPool &pool, KvCache &kv, int32_t max_tokens)
     : c_(c), pool_(&pool), kv_(&kv), max_tokens_(max_tokens) {
-  rope_tables(c_, &inv_freq_, &rope_scale_);
   reserve(gathered_, c.hidden_size);
 }
 
@@ -24,14 +23,15 @@ void CpuModelOps::reserve(PageVector<float> &v, int64_t cols) {
 
 int64_t CpuModelOps::bytes() const {
   // the scratch, and the rows gathered for logits()
-  int64_t cols = proj_cols_ + up_cols_ + c_.hidden_size + conv_cols_ + 2 * gate_cols_;
+  int64_t cols = proj_cols_ + up_cols_ + c_.hidden_size + conv_cols_ + 2 * gate_cols_ + 2 * gated_cols_;
   for (const auto &t : tensors_)
     for (const Part &p : t) cols += p.cols;
   return int64_t(max_tokens_) * cols * int64_t(sizeof(float));
 }
 
 int64_t CpuModelOps::allocated_bytes() const {
-  size_t floats = proj_.size() + up_.size() + gathered_.size() + conv_out_.size() + beta_.size() + g_.size();
+  size_t floats = proj_.size() + up_.size() + gathered_.size() + conv_out_.size() + beta_.size() + g_.size() +
+                  q_.size() + gate_.size();
   for (const auto &t : tensors_)
     for (const Part &p : t) floats += p.data.size();
   return int64_t(floats * sizeof(float));
@@ -74,6 +74,22 @@ Vector CpuModelOps::vector_weights(const std::vector<float> &v) {
   return Vector(int32_t(vectors_.size() - 1));
 }
 
+Attention CpuModelOps::attention_kind(const AttentionGeometry &g) {
+  for (size_t i = 0; i < kinds_.size(); ++i)
+    if (kinds_[i].g == g) return Attention(int32_t(i));
+  if (g.n_heads <= 0 || g.n_kv_heads <= 0 || g.n_heads % g.n_kv_heads != 0 || g.head_dim <= 0 || g.rotary_dims <= 0 ||
+      g.rotary_dims > g.head_dim || g.rotary_dims % 2 != 0)
+    throw std::logic_error("CpuModelOps: a bad attention geometry");
+  AttnKind k{g, {}, 1.f};
+  rope_tables(c_, g.rotary_dims, &k.inv_freq, &k.rope_scale);
+  if (g.output_gate && int64_t(g.n_heads) * g.head_dim > gated_cols_) {
+    gated_cols_ = int64_t(g.n_heads) * g.head_dim;
+    reserve(q_, gated_cols_), reserve(gate_, gated_cols_);
+  }
+  kinds_.push_back(std::move(k));
+  return Attention(int32_t(kinds_.size() - 1));
+}
+
 float *CpuModelOps::part(Tensor t, size_t p) { return tensors_.at(size_t(t)).at(p).data.data(); }
 
 void CpuModelOps::begin_step(const ForwardBatch &b, const int32_t *tokens) {
@@ -112,13 +128,24 @@ void CpuModelOps::linear(Tensor x, Linear wi, Tensor out, const Epilogue &e) {
     case Epilogue::kRopeStore:
       for (size_t p = 0; p < w.parts.size(); ++p) product(in, w, p, part(out, p));
       if (e.kind == Epilogue::kRopeStore) {
+        const AttnKind &K = kinds_.at(size_t(e.attention));
+        const int32_t NH = K.g.n_heads, NKV = K.g.n_kv_heads, D = K.g.head_dim;
         float *q = part(out, 0), *k = part(out, 1), *v = part(out, 2);
+        if (K.g.output_gate) {  // per head [q | gate] → q_, gate_ (the gate before any norm, as transformers)
+          for (int64_t t = 0; t < T; ++t)
+            for (int32_t h = 0; h < NH; ++h) {
+              const float *src = q + (t * NH + h) * 2 * D;
+              std::copy_n(src, D, q_.data() + (t * NH + h) * D);
+              std::copy_n(src + D, D, gate_.data() + (t * NH + h) * D);
+            }
+          q = q_.data();
+        }
         const float eps = c_.rms_norm_eps;
-        if (e.q_norm != kNoVector) cpu::rmsnorm(*pool_, q, T * c_.n_heads, c_.head_dim, vec(e.q_norm), eps);
-        if (e.k_norm != kNoVector) cpu::rmsnorm(*pool_, k, T * c_.n_kv_heads, c_.head_dim, vec(e.k_norm), eps);
-        cpu::rope(*pool_, q, T, c_.n_heads, c_.head_dim, b_->positions, inv_freq_.data(), rope_scale_);
-        cpu::rope(*pool_, k, T, c_.n_kv_heads, c_.head_dim, b_->positions, inv_freq_.data(), rope_scale_);
-        cpu::kv_store(k, v, T, c_.n_kv_heads, c_.head_dim, b_->slots, kv_->k(e.layer), kv_->v(e.layer));
+        if (e.q_norm != kNoVector) cpu::rmsnorm(*pool_, q, T * NH, D, vec(e.q_norm), eps);
+        if (e.k_norm != kNoVector) cpu::rmsnorm(*pool_, k, T * NKV, D, vec(e.k_norm), eps);
+        cpu::rope(*pool_, q, T, NH, D, b_->positions, K.inv_freq.data(), K.rope_scale, K.g.rotary_dims);
+        cpu::rope(*pool_, k, T, NKV, D, b_->positions, K.inv_freq.data(), K.rope_scale, K.g.rotary_dims);
+        cpu::kv_store(k, v, T, NKV, D, b_->slots, kv_->k(e.layer), kv_->v(e.layer));
       }
       return;
     case Epilogue::kSwiGLU: {
@@ -136,10 +163,19 @@ void CpuModelOps::linear(Tensor x, Linear wi, Tensor out, const Epilogue &e) {
   }
 }
 
-void CpuModelOps::attention(Tensor qkv, int32_t layer, Tensor out) {
-  const float scale = 1.0f / std::sqrt(float(c_.head_dim));
-  cpu::attention(*pool_, part(qkv, 0), kv_->k(layer), kv_->v(layer), b_->attn, c_.n_heads, c_.n_kv_heads, c_.head_dim,
-                 scale, part(out, 0));
+void CpuModelOps::attention(Tensor qkv, Attention a, int32_t layer, Tensor out) {
+  const AttentionGeometry &g = kinds_.at(size_t(a)).g;
+  const float scale = 1.0f / std::sqrt(float(g.head_dim));
+  float *o = part(out, 0);
+  cpu::attention(*pool_, g.output_gate ? q_.data() : part(qkv, 0), kv_->k(layer), kv_->v(layer), b_->attn, g.n_heads,
+                 g.n_kv_heads, g.head_dim, scale, o);
+  if (g.output_gate) {  // out *= sigmoid(gate)
+    const int64_t n = int64_t(b_->n_tokens) * g.n_heads * g.head_dim;
+    const float *gate = gate_.data();
+    pool_->run(n, 4096, [&](int64_t i0, int64_t i1, int) {
+      for (int64_t i = i0; i < i1; ++i) o[i] *= 1.f / (1.f + std::exp(-gate[i]));
+    });
+  }
 }
 
 Recurrent CpuModelOps::gdn_weights(const GdnWeights &w) {

@@ -29,13 +29,14 @@ class CpuModelOps : public ModelOps {
   Linear linear_weights(std::initializer_list<const Matrix *> parts,
                         std::initializer_list<const std::vector<float> *> biases = {}) override;
   Vector vector_weights(const std::vector<float> &v) override;
+  Attention attention_kind(const AttentionGeometry &g) override;
 
   // The step the model's ops run over: the batch, and its tokens (the batch's, or the picks a chained step takes).
   void begin_step(const ForwardBatch &b, const int32_t *tokens);
   void embed(Linear table, Tensor out) override;
   void rmsnorm(Tensor x, Vector norm, Tensor out) override;
   void linear(Tensor x, Linear w, Tensor out, const Epilogue &e = {}) override;
-  void attention(Tensor qkv, int32_t layer, Tensor out) override;
+  void attention(Tensor qkv, Attention a, int32_t layer, Tensor out) override;
   Recurrent gdn_weights(const GdnWeights &w) override;
   void gated_delta_net(Tensor in, Recurrent r, Tensor out) override;
   // logits (n, vocab) fp32 of the given rows of x through `head` (a one-matrix Linear, (vocab, hidden)).
@@ -59,8 +60,16 @@ class CpuModelOps : public ModelOps {
   cpu::ThreadPool *pool_ = nullptr;  // null: sizing only
   KvCache *kv_ = nullptr;
   int32_t max_tokens_;
-  std::vector<float> inv_freq_;  // (head_dim / 2)
-  float rope_scale_ = 1.f;
+  // The attention kinds: geometry and RoPE tables (rotary_dims / 2 frequencies). A gated kind's kRopeStore leaves
+  // its q and gate apart (q_proj gives them interleaved per head) in q_ and gate_, for its attention.
+  struct AttnKind {
+    AttentionGeometry g;
+    std::vector<float> inv_freq;
+    float rope_scale = 1.f;
+  };
+  std::vector<AttnKind> kinds_;
+  int64_t gated_cols_ = 0;
+  PageVector<float> q_, gate_;
   std::vector<std::vector<Part>> tensors_;
   std::vector<LinearW> linears_;
   std::vector<const std::vector<float> *> vectors_;  // the weights' own (the CPU reads them where they are)

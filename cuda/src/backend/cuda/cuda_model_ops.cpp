@@ -351,7 +351,15 @@ void CudaModelOps::gated_delta_net(Tensor, Recurrent, Tensor) {
   fail(VT_ERR_INTERNAL, "CudaModelOps: gated_delta_net without gdn_weights");
 }
 
-void CudaModelOps::attention(Tensor qkv, int32_t layer, Tensor out) {
+Attention CudaModelOps::attention_kind(const AttentionGeometry &g) {
+  if (!(g == AttentionGeometry{c_.n_heads, c_.n_kv_heads, c_.head_dim, c_.head_dim, false}))
+    fail(VT_ERR_UNSUPPORTED_ARCH, c_.architecture + "'s attention (" + std::to_string(g.rotary_dims) + " of " +
+                                      std::to_string(g.head_dim) + " dims rotated" + (g.output_gate ? ", gated" : "") +
+                                      ") is not on the CUDA backend yet: load it with device 'cpu'");
+  return Attention(0);
+}
+
+void CudaModelOps::attention(Tensor qkv, Attention, int32_t layer, Tensor out) {
   flush_embed();
   materialize(qkv);
   if (lazy_ == out) lazy_ = Tensor(-1);

@@ -111,7 +111,9 @@ class CudaModelOps : public ModelOps {
   void embed(Linear table, Tensor out) override;
   void rmsnorm(Tensor x, Vector norm, Tensor out) override;
   void linear(Tensor x, Linear w, Tensor out, const Epilogue &e = {}) override;
-  void attention(Tensor qkv, int32_t layer, Tensor out) override;
+  // The config's attention (full RoPE, no output gate) is the one kind this backend's fused kernels run so far.
+  Attention attention_kind(const AttentionGeometry &g) override;
+  void attention(Tensor qkv, Attention a, int32_t layer, Tensor out) override;
   // Not on this backend yet (issue 31: the kernels are gated_delta_ops.h's, the wiring is next): a load refuses.
   Recurrent gdn_weights(const GdnWeights &w) override;
   void gated_delta_net(Tensor in, Recurrent r, Tensor out) override;
