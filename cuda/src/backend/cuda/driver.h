@@ -32,13 +32,20 @@ using CUgraphExec = CUgraphExec_st *;
 using CUgraphNode = CUgraphNode_st *;
 
 // cuLaunchKernelEx's configuration (cuda.h: CUlaunchConfig, CUlaunchAttribute with its 64-byte value union).
-enum : int { CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
+enum : int {
+  CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
+  CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+  CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
+};
 struct CUlaunchAttribute {
   int id;
   char pad[4];
   union {
     char bytes[64];
     int cooperative;
+    struct {
+      unsigned x, y, z;
+    } clusterDim;
     int programmaticStreamSerializationAllowed;
   } value;
 };

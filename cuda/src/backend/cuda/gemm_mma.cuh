@@ -218,13 +218,16 @@ __device__ __forceinline__ void gemm_mma(const bf16 *__restrict__ x, const bf16 
   if (splits > 1) {
     // Each thread's fragments, as float4s, in the (tile, split)'s block at (fragment, thread): a warp's stores and
     // loads of one fragment are 512 contiguous bytes. The last split of the tile adds them up.
-    const int tile = blockIdx.y * gridDim.x + blockIdx.x;
+    // Fragments whose rows (g and g + 8 of a 16-row block) all lie past M are neither written nor read.
+    const int tile = blockIdx.y * gridDim.x + blockIdx.x, g = (threadIdx.x & 31) >> 2;
+    auto live = [&](int mi) { return m0 + wm * C::TM + mi * 16 + g < M; };
     float4 *mine = reinterpret_cast<float4 *>(ws) + (long long)(tile * splits + z) * C::kThreads * (C::kFrag / 4) + threadIdx.x;
 #pragma unroll
     for (int mi = 0; mi < C::MI; ++mi)
 #pragma unroll
       for (int ni = 0; ni < C::NI; ++ni)
-        __stcg(mine + (mi * C::NI + ni) * C::kThreads,
+        if (live(mi))
+          __stcg(mine + (mi * C::NI + ni) * C::kThreads,
                make_float4(acc[mi][ni][0], acc[mi][ni][1], acc[mi][ni][2], acc[mi][ni][3]));
     __syncthreads();
     __shared__ int last;
@@ -243,6 +246,7 @@ __device__ __forceinline__ void gemm_mma(const bf16 *__restrict__ x, const bf16 
       for (int mi = 0; mi < C::MI; ++mi)
 #pragma unroll
         for (int ni = 0; ni < C::NI; ++ni) {
+          if (!live(mi)) continue;
           const float4 p = __ldcg(part + (mi * C::NI + ni) * C::kThreads);
           acc[mi][ni][0] += p.x, acc[mi][ni][1] += p.y, acc[mi][ni][2] += p.z, acc[mi][ni][3] += p.w;
         }

@@ -15,81 +15,81 @@ namespace vt::cuda {
 
 namespace {
 
-// Hopper with the sm_90a kernels, H100 80GB HBM3, 2026-12-07 (bench_cuda_gemm --m 8,...,8192 on the kernels of
-// 0114e11; bench/RESULTS.md, issue 30): per product of Qwen3-0.6B and Qwen3-8B and per M, the fastest tile. One
-// tile for all products at a given M had cost up to 1.38x the per-product best (32 rows). With these, a step's
-// products took 1.00-1.35x cuBLASLt's time on the 0.6B (the most at 128-512 rows: its narrow o_proj and down) and
-// 0.99-1.17x on the 8B (the most at 8,192 rows). The GEMV keeps 1-4 rows (an earlier run of this day: at 4 rows the
-// 0.6B's products took 0.91x the tiles' time, the 8B's 1.04x; at 8 rows 1.26x / 1.34x).
+// Hopper with the sm_90a kernels (bench_cuda_gemm; bench/RESULTS.md, issue 30): per product of Qwen3-0.6B and
+// Qwen3-8B and per M, the fastest tile. 8-512 rows: H200, 2026-12-07, the kernels of this commit's parent (cluster
+// split-K and the m64n128 tiles measured: they took most of the 64-512-row products, whose tiles cannot fill the
+// GPU); 1,024-8,192 rows: H100 80GB HBM3, 2026-12-07, the kernels of 0114e11 (unchanged there since). One tile for
+// all products at a given M had cost up to 1.38x the per-product best. The GEMV keeps 1-4 rows (an H100 run of this
+// day: at 4 rows the 0.6B's products took 0.91x the tiles' time, the 8B's 1.04x; at 8 rows 1.26x / 1.34x).
 constexpr GemmShape kHopperShapes[] = {
-    {8, 4096, 1024, 0, "mma_m16n128", 2},               // 0.6B qkv
-    {8, 1024, 2048, 0, "mma_m16n128", 4},               // 0.6B o_proj
-    {8, 6144, 1024, 2, "mma_m16n128", 0},               // 0.6B gate_up
-    {8, 1024, 3072, 0, "mma_m16n128", 1},               // 0.6B down
-    {8, 151936, 1024, 1, "wgmma_pp_m64n256", 0},        // 0.6B lm_head
-    {8, 6144, 4096, 0, "mma_m16n128", 1},               // 8B qkv
-    {8, 4096, 4096, 0, "mma_m16n128", 2},               // 8B o_proj
-    {8, 24576, 4096, 2, "wgmma_m64n256", 0},            // 8B gate_up
-    {8, 4096, 12288, 0, "mma_m16n128", 1},              // 8B down
-    {8, 151936, 4096, 1, "wgmma_m64n256", 0},           // 8B lm_head
-    {16, 4096, 1024, 0, "mma_m16n128", 4},              // 0.6B qkv
-    {16, 1024, 2048, 0, "mma_m16n128", 4},              // 0.6B o_proj
-    {16, 6144, 1024, 2, "mma_m16n128", 4},              // 0.6B gate_up
-    {16, 1024, 3072, 0, "mma_m16n128", 1},              // 0.6B down
-    {16, 151936, 1024, 1, "wgmma_pp_m64n256", 0},       // 0.6B lm_head
-    {16, 6144, 4096, 0, "mma_m16n128", 1},              // 8B qkv
-    {16, 4096, 4096, 0, "mma_m16n128", 2},              // 8B o_proj
-    {16, 24576, 4096, 2, "wgmma_m64n256", 0},           // 8B gate_up
-    {16, 4096, 12288, 0, "mma_m16n128", 2},             // 8B down
-    {16, 151936, 4096, 1, "wgmma_m64n256", 0},          // 8B lm_head
-    {32, 4096, 1024, 0, "mma_m32n128", 2},              // 0.6B qkv
-    {32, 1024, 2048, 0, "mma_m16n128", 4},              // 0.6B o_proj
-    {32, 6144, 1024, 2, "mma_m16n128", 0},              // 0.6B gate_up
-    {32, 1024, 3072, 0, "mma_m16n128", 1},              // 0.6B down
-    {32, 151936, 1024, 1, "wgmma_pp_m64n256", 0},       // 0.6B lm_head
-    {32, 6144, 4096, 0, "mma_m32n128", 1},              // 8B qkv
-    {32, 4096, 4096, 0, "mma_m32n128", 2},              // 8B o_proj
-    {32, 24576, 4096, 2, "wgmma_m64n256", 0},           // 8B gate_up
-    {32, 4096, 12288, 0, "mma_m32n128", 1},             // 8B down
-    {32, 151936, 4096, 1, "wgmma_m64n256", 0},          // 8B lm_head
-    {64, 4096, 1024, 0, "wgmma_m128n128", 0},           // 0.6B qkv
-    {64, 1024, 2048, 0, "mma_m32n128", 4},              // 0.6B o_proj
-    {64, 6144, 1024, 2, "wgmma_m128n128", 0},           // 0.6B gate_up
-    {64, 1024, 3072, 0, "mma_m32n128", 1},              // 0.6B down
-    {64, 151936, 1024, 1, "wgmma_pp_m64n256", 0},       // 0.6B lm_head
-    {64, 6144, 4096, 0, "wgmma_m128n128", 0},           // 8B qkv
-    {64, 4096, 4096, 0, "wgmma_m128n128", 0},           // 8B o_proj
-    {64, 24576, 4096, 2, "wgmma_m64n256", 0},           // 8B gate_up
-    {64, 4096, 12288, 0, "mma_m64n128", 1},             // 8B down
-    {64, 151936, 4096, 1, "wgmma_m64n256", 0},          // 8B lm_head
-    {128, 4096, 1024, 0, "wgmma_m128n128", 0},          // 0.6B qkv
-    {128, 1024, 2048, 0, "mma_m32n128", 1},             // 0.6B o_proj
-    {128, 6144, 1024, 2, "wgmma_m128n128", 0},          // 0.6B gate_up
-    {128, 1024, 3072, 0, "mma_m64n128", 1},             // 0.6B down
-    {128, 151936, 1024, 1, "wgmma_pp_m64n256", 0},      // 0.6B lm_head
-    {128, 6144, 4096, 0, "wgmma_m128n128", 0},          // 8B qkv
-    {128, 4096, 4096, 0, "wgmma_m128n128", 0},          // 8B o_proj
-    {128, 24576, 4096, 2, "wgmma_m128n256", 0},         // 8B gate_up
-    {128, 4096, 12288, 0, "wgmma_m128n256", 2},         // 8B down
-    {128, 151936, 4096, 1, "wgmma_pp_m64n256", 0},      // 8B lm_head
-    {256, 4096, 1024, 0, "wgmma_m128n128", 0},          // 0.6B qkv
-    {256, 1024, 2048, 0, "wgmma_m128n128", 1},          // 0.6B o_proj
-    {256, 6144, 1024, 2, "wgmma_m128n128", 0},          // 0.6B gate_up
-    {256, 1024, 3072, 0, "wgmma_m128n128", 1},          // 0.6B down
-    {256, 151936, 1024, 1, "wgmma_m128n256", 0},        // 0.6B lm_head
-    {256, 6144, 4096, 0, "wgmma_m128n128", 0},          // 8B qkv
-    {256, 4096, 4096, 0, "wgmma_m128n128", 0},          // 8B o_proj
-    {256, 24576, 4096, 2, "wgmma_m128n128", 0},         // 8B gate_up
-    {256, 4096, 12288, 0, "wgmma_m128n256", 1},         // 8B down
-    {256, 151936, 4096, 1, "wgmma_m128n256", 0},        // 8B lm_head
-    {512, 4096, 1024, 0, "wgmma_m128n128", 0},          // 0.6B qkv
-    {512, 1024, 2048, 0, "wgmma_m128n128", 0},          // 0.6B o_proj
-    {512, 6144, 1024, 2, "wgmma_m128n256", 0},          // 0.6B gate_up
-    {512, 1024, 3072, 0, "wgmma_m128n128", 0},          // 0.6B down
-    {512, 6144, 4096, 0, "wgmma_pp_m128n128", 0},       // 8B qkv
-    {512, 4096, 4096, 0, "wgmma_m128n128", 0},          // 8B o_proj
-    {512, 24576, 4096, 2, "wgmma_m128n256", 0},         // 8B gate_up
-    {512, 4096, 12288, 0, "wgmma_m128n128", 0},         // 8B down
+    {8, 4096, 1024, 0, "mma_m16n128", 1},  // 0.6B qkv
+    {8, 1024, 2048, 0, "mma_m16n128", 2},  // 0.6B o_proj
+    {8, 6144, 1024, 2, "mma_m16n128", 4},  // 0.6B gate_up
+    {8, 1024, 3072, 0, "mma_m16n128", 2},  // 0.6B down
+    {8, 151936, 1024, 1, "wgmma_pp_m64n128", 0},  // 0.6B lm_head
+    {8, 6144, 4096, 0, "mma_m16n128", 1},  // 8B qkv
+    {8, 4096, 4096, 0, "mma_m16n128", 2},  // 8B o_proj
+    {8, 24576, 4096, 2, "wgmma_m64n256", 0},  // 8B gate_up
+    {8, 4096, 12288, 0, "wgmma_pp_m64n128", 1},  // 8B down
+    {8, 151936, 4096, 1, "wgmma_pp_m64n256", 0},  // 8B lm_head
+    {16, 4096, 1024, 0, "mma_m16n128", 1},  // 0.6B qkv
+    {16, 1024, 2048, 0, "mma_m16n128", 4},  // 0.6B o_proj
+    {16, 6144, 1024, 2, "mma_m16n128", 2},  // 0.6B gate_up
+    {16, 1024, 3072, 0, "mma_m16n128", 4},  // 0.6B down
+    {16, 151936, 1024, 1, "wgmma_pp_m64n256", 0},  // 0.6B lm_head
+    {16, 6144, 4096, 0, "wgmma_pp_m64n128", 1},  // 8B qkv
+    {16, 4096, 4096, 0, "mma_m16n128", 2},  // 8B o_proj
+    {16, 24576, 4096, 2, "wgmma_m64n256", 0},  // 8B gate_up
+    {16, 4096, 12288, 0, "wgmma_pp_m64n128", 1},  // 8B down
+    {16, 151936, 4096, 1, "wgmma_pp_m64n256", 0},  // 8B lm_head
+    {32, 4096, 1024, 0, "wgmma_pp_m64n128", 0},  // 0.6B qkv
+    {32, 1024, 2048, 0, "mma_m16n128", 1},  // 0.6B o_proj
+    {32, 6144, 1024, 2, "wgmma_pp_m64n128", 0},  // 0.6B gate_up
+    {32, 1024, 3072, 0, "mma_m16n128", 1},  // 0.6B down
+    {32, 151936, 1024, 1, "wgmma_pp_m64n128", 0},  // 0.6B lm_head
+    {32, 6144, 4096, 0, "wgmma_m64n128", 1},  // 8B qkv
+    {32, 4096, 4096, 0, "wgmma_pp_m64n128", 1},  // 8B o_proj
+    {32, 24576, 4096, 2, "wgmma_pp_m64n128", 4},  // 8B gate_up
+    {32, 4096, 12288, 0, "wgmma_pp_m64n128", 1},  // 8B down
+    {32, 151936, 4096, 1, "wgmma_m64n256", 0},  // 8B lm_head
+    {64, 4096, 1024, 0, "wgmma_pp_m64n128", 0},  // 0.6B qkv
+    {64, 1024, 2048, 0, "wgmma_ck_m64n128", 1},  // 0.6B o_proj
+    {64, 6144, 1024, 2, "wgmma_pp_m64n128", 0},  // 0.6B gate_up
+    {64, 1024, 3072, 0, "wgmma_ck_m64n128", 1},  // 0.6B down
+    {64, 151936, 1024, 1, "wgmma_pp_m64n128", 0},  // 0.6B lm_head
+    {64, 6144, 4096, 0, "wgmma_pp_m64n128", 0},  // 8B qkv
+    {64, 4096, 4096, 0, "wgmma_pp_m64n128", 1},  // 8B o_proj
+    {64, 24576, 4096, 2, "wgmma_m64n256", 0},  // 8B gate_up
+    {64, 4096, 12288, 0, "wgmma_pp_m64n128", 1},  // 8B down
+    {64, 151936, 4096, 1, "wgmma_pp_m64n128", 0},  // 8B lm_head
+    {128, 4096, 1024, 0, "wgmma_pp_m64n128", 0},  // 0.6B qkv
+    {128, 1024, 2048, 0, "wgmma_ck_m128n128", 1},  // 0.6B o_proj
+    {128, 6144, 1024, 2, "wgmma_pp_m64n128", 0},  // 0.6B gate_up
+    {128, 1024, 3072, 0, "wgmma_ck_m128n128", 1},  // 0.6B down
+    {128, 151936, 1024, 1, "wgmma_pp_m64n128", 0},  // 0.6B lm_head
+    {128, 6144, 4096, 0, "wgmma_pp_m64n128", 0},  // 8B qkv
+    {128, 4096, 4096, 0, "wgmma_pp_m64n128", 1},  // 8B o_proj
+    {128, 24576, 4096, 2, "wgmma_m128n256", 0},  // 8B gate_up
+    {128, 4096, 12288, 0, "wgmma_m64n128", 1},  // 8B down
+    {128, 151936, 4096, 1, "wgmma_pp_m128n128", 0},  // 8B lm_head
+    {256, 4096, 1024, 0, "wgmma_pp_m64n128", 0},  // 0.6B qkv
+    {256, 1024, 2048, 0, "wgmma_pp_m64n128", 1},  // 0.6B o_proj
+    {256, 6144, 1024, 2, "wgmma_m128n128", 0},  // 0.6B gate_up
+    {256, 1024, 3072, 0, "wgmma_pp_m64n128", 1},  // 0.6B down
+    {256, 151936, 1024, 1, "wgmma_pp_m128n128", 0},  // 0.6B lm_head
+    {256, 6144, 4096, 0, "wgmma_m128n128", 0},  // 8B qkv
+    {256, 4096, 4096, 0, "wgmma_pp_m64n128", 0},  // 8B o_proj
+    {256, 24576, 4096, 2, "wgmma_m128n128", 0},  // 8B gate_up
+    {256, 4096, 12288, 0, "wgmma_pp_m64n128", 0},  // 8B down
+    {256, 151936, 4096, 1, "wgmma_m128n128", 0},  // 8B lm_head
+    {512, 4096, 1024, 0, "wgmma_pp_m64n128", 0},  // 0.6B qkv
+    {512, 1024, 2048, 0, "wgmma_pp_m64n128", 0},  // 0.6B o_proj
+    {512, 6144, 1024, 2, "wgmma_pp_m64n128", 0},  // 0.6B gate_up
+    {512, 1024, 3072, 0, "wgmma_pp_m64n128", 1},  // 0.6B down
+    {512, 6144, 4096, 0, "wgmma_m64n128", 0},  // 8B qkv
+    {512, 4096, 4096, 0, "wgmma_m128n128", 0},  // 8B o_proj
+    {512, 24576, 4096, 2, "wgmma_pp_m64n256", 0},  // 8B gate_up
+    {512, 4096, 12288, 0, "wgmma_m128n128", 0},  // 8B down
     {1024, 4096, 1024, 0, "wgmma_pp_m128n128", 0},      // 0.6B qkv
     {1024, 1024, 2048, 0, "wgmma_m128n128", 0},         // 0.6B o_proj
     {1024, 6144, 1024, 2, "wgmma_m128n128", 0},         // 0.6B gate_up
@@ -126,7 +126,7 @@ constexpr GemmRule kMma[] = {
 };
 
 const GemmTable kHopperTable{"hopper (sm_90a: wgmma + TMA, mma.sync)",
-                             "H100 80GB HBM3, 2026-12-07",
+                             "H200 (8-512 rows) and H100 80GB HBM3 (1,024-8,192), 2026-12-07",
                              4,
                              kHopper,
                              int32_t(sizeof kHopper / sizeof kHopper[0]),

@@ -1,4 +1,5 @@
 // Entry points of the Hopper GEMM (gemm_wgmma.cuh): vt_gemm_wgmma_<tile>_<epilogue>, epilogues as gemm_mma.cu's.
+// The ck_ tiles (cluster split-K) are launched with a block per work item, in clusters of (splits, 1, 1).
 // Real code on sm_90a only; in the other targets' images they are empty, and TensorGemm looks them up only on a GPU
 // of compute capability 9.0 (which loads the sm_90a cubin). Persistent: grid min(tiles x splits, SMs), the tile's
 // threads, its shared memory (above 48 KiB: the limit is raised). ta: x's tensor map (K, M), box (64, BM); tb: w's
@@ -14,18 +15,23 @@ using namespace vtk;
     gemm_wgmma<WgTile_##NAME, Y, SWIGLU>(ta, tb, bias, y, M, N, K, splits, ws, tickets);                             \
   }
 
-#define VT_GEMM_WGMMA_TILE(NAME, BM, BN, ST, PINGPONG) \
-  using WgTile_##NAME = WgTile<BM, BN, ST, PINGPONG>;  \
+#define VT_GEMM_WGMMA_TILE(NAME, BM, BN, ST, PINGPONG, CLUSTER) \
+  using WgTile_##NAME = WgTile<BM, BN, ST, PINGPONG, CLUSTER>;  \
   VT_GEMM_WGMMA_ENTRY(NAME, bf16, bf16, false)  \
   VT_GEMM_WGMMA_ENTRY(NAME, f32, float, false)  \
   VT_GEMM_WGMMA_ENTRY(NAME, swiglu, bf16, true)
 
-VT_GEMM_WGMMA_TILE(m128n256, 128, 256, 4, false)
-VT_GEMM_WGMMA_TILE(m128n128, 128, 128, 6, false)
-VT_GEMM_WGMMA_TILE(m64n256, 64, 256, 4, false)
+VT_GEMM_WGMMA_TILE(m128n256, 128, 256, 4, false, false)
+VT_GEMM_WGMMA_TILE(m128n128, 128, 128, 6, false, false)
+VT_GEMM_WGMMA_TILE(m64n256, 64, 256, 4, false, false)
 // narrow products at 64-512 rows (0.6B's o_proj and down: N = 1,024): twice the blocks of m128n128
-VT_GEMM_WGMMA_TILE(m64n128, 64, 128, 8, false)
+VT_GEMM_WGMMA_TILE(m64n128, 64, 128, 8, false, false)
 // pingpong: two consumers on alternate tiles, each tile whole
-VT_GEMM_WGMMA_TILE(pp_m128n128, 128, 128, 6, true)
-VT_GEMM_WGMMA_TILE(pp_m64n256, 64, 256, 5, true)
-VT_GEMM_WGMMA_TILE(pp_m64n128, 64, 128, 8, true)
+VT_GEMM_WGMMA_TILE(pp_m128n128, 128, 128, 6, true, false)
+VT_GEMM_WGMMA_TILE(pp_m64n256, 64, 256, 5, true, false)
+VT_GEMM_WGMMA_TILE(pp_m64n128, 64, 128, 8, true, false)
+// cluster split-K: the splits of a tile meet in distributed shared memory (the products of 8-512 rows whose
+// tiles cannot fill the GPU: decode batches, narrow o_proj / down)
+VT_GEMM_WGMMA_TILE(ck_m64n128, 64, 128, 8, false, true)
+VT_GEMM_WGMMA_TILE(ck_m128n128, 128, 128, 6, false, true)
+VT_GEMM_WGMMA_TILE(ck_m64n256, 64, 256, 4, false, true)
