@@ -37,6 +37,8 @@ void EstimateWorker::OnOK() {
   o.Set("kvCacheBytes", double(e.kv_cache_bytes));
   o.Set("kvCacheTokens", double(e.kv_cache_tokens));
   o.Set("kvCacheInitialBytes", double(e.kv_cache_initial_bytes));
+  o.Set("stateSlotBytes", double(e.state_slot_bytes));
+  o.Set("weightSkippedBytes", double(e.weight_skipped_bytes));
   o.Set("kvCacheInitialTokens", double(e.kv_cache_initial_tokens));
   o.Set("workspaceBytes", double(e.workspace_bytes));
   o.Set("maxContext", e.max_context);

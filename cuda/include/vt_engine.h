@@ -279,6 +279,12 @@ typedef struct vt_memory_report {
   int64_t host_pinned_bytes;
   /* Of kv_blocks_total, the blocks usable now: the mapped chunks of a CUDA pool; all of them on the CPU. (Appended.) */
   int32_t kv_blocks_mapped;
+  /* Of kv_cache_bytes, the state slots: the fixed-size per-request state of a model's recurrent layers (Qwen3.5's
+   * Gated DeltaNet), one slot per seat; 0 for models without. (Appended.) */
+  int64_t state_slot_bytes;
+  /* Tensors in the checkpoint the text model knowingly never reads (a vision tower, an MTP head): neither copied nor
+   * uploaded, and counted in no figure above. (Appended.) */
+  int64_t weight_skipped_bytes;
 } vt_memory_report;
 
 /* Callable from any thread, also while the step thread runs (the JS thread asks between steps). */
@@ -302,6 +308,8 @@ typedef struct vt_memory_estimate {
    * as kv_cache_bytes / kv_cache_tokens. (Appended.) */
   int64_t kv_cache_initial_bytes;
   int64_t kv_cache_initial_tokens;
+  int64_t state_slot_bytes;      /* of kv_cache_bytes (and of the initial bytes), the state slots; appended */
+  int64_t weight_skipped_bytes;  /* tensors the text model never reads (a vision tower, an MTP head); appended */
 } vt_memory_estimate;
 
 vt_status vt_engine_estimate(const char *dir, vt_engine_params params, vt_memory_estimate *out, char *err, size_t err_cap);

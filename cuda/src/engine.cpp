@@ -53,6 +53,7 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
   if (use_cuda) hold.emplace();
   const MemoryPlan plan = plan_memory_for(c, p, w.bytes);  // the KV pool may depend on the weights' size
   const int64_t n_params = w.n_params, weight_bytes = w.bytes;
+  e->weight_skipped_bytes_ = w.skipped_bytes;
   const DType dtype = w.dtype;
   std::unique_ptr<Decoder> model;
   if (use_cuda) {
@@ -93,6 +94,7 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
     e->device_name_ = "cpu";
     model = std::make_unique<CpuDecoder>(c, std::move(w), *e->pool_, *e->kv_, plan.max_batch_tokens);
   }
+  e->state_slot_bytes_ = plan.state_slot_bytes;
   e->dtype_name_ = dtype_name(dtype);
   e->assemble(std::move(model), plan);
   e->info_.n_params = n_params;
@@ -177,6 +179,8 @@ vt_memory_report Engine::memory() {
   r.kv_cache_resident_bytes = kv_ ? kv_->resident_bytes() : resident >= 0 ? resident : kv_bytes_;
   r.kv_blocks_total = kv_blocks_;
   r.kv_blocks_mapped = blocks_mapped_.load();
+  r.state_slot_bytes = state_slot_bytes_;
+  r.weight_skipped_bytes = weight_skipped_bytes_;
   r.kv_blocks_used = int32_t(blocks_used_.load());
   r.kv_block_size = kv_block_size_;
   r.workspace_bytes = workspace_bytes_;
@@ -220,6 +224,8 @@ vt_memory_estimate Engine::estimate(const std::string &dir, const vt_engine_para
   est.max_context = plan.max_context;
   est.host_available_bytes = host_memory_available();
   est.host_pinned_bytes = plan.cuda ? plan.host_pinned_bytes : 0;
+  est.state_slot_bytes = plan.state_slot_bytes;
+  est.weight_skipped_bytes = w.skipped_bytes;
   return est;
 }
 

@@ -90,6 +90,7 @@ class Engine {
   int64_t host_pinned_bytes_ = 0;  // page-locked host staging of the CUDA backend (CudaDecoder::pinned_bytes)
   int32_t kv_blocks_ = 0, kv_block_size_ = 0;
   int32_t kv_base_ = 0;  // a growing pool's blocks mapped at load, kept when idle (trim_when_idle)
+  int64_t state_slot_bytes_ = 0, weight_skipped_bytes_ = 0;  // (of kv_bytes_; never read)
   int64_t kv_bytes_ = 0, workspace_bytes_ = 0;  // kv_bytes_: the pool's ceiling (and the state slots), as reserved
   // The model's decoder (runner_ owns it): its backend's report, and a growing KV pool's chunks (step thread only).
   Decoder *decoder_ = nullptr;

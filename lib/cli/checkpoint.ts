@@ -44,9 +44,12 @@ export interface CheckpointSummary {
   path: string;
   architecture: string | null;
   modelType: string | null;
+  /** The language model's parameters: every tensor but the skipped ones. */
   parameters: number;
-  /** Bytes of tensor data (what the weights take in memory). */
+  /** Bytes of the language model's tensor data (what the engine's weights take). */
   tensorBytes: number;
+  /** Tensors the engine never reads (a vision tower, `model.visual.*`; an MTP head, `mtp.*`). */
+  skipped: { tensors: number; parameters: number; bytes: number };
   /** Bytes of the safetensors files on disk (tensor data plus headers). */
   fileBytes: number;
   files: number;
@@ -83,6 +86,7 @@ export async function summarizeCheckpoint(dir: string): Promise<CheckpointSummar
   const names = new Set<string>();
   let parameters = 0;
   let tensorBytes = 0;
+  const skipped = { tensors: 0, parameters: 0, bytes: 0 };
   let fileBytes = 0;
   for (const file of files) {
     const { size, tensors } = await readHeader(path.join(root, file));
@@ -94,8 +98,14 @@ export async function summarizeCheckpoint(dir: string): Promise<CheckpointSummar
       share.tensors += 1;
       share.parameters += t.numel;
       share.bytes += t.bytes;
-      parameters += t.numel;
-      tensorBytes += t.bytes;
+      if (t.name.startsWith('model.visual.') || t.name.startsWith('mtp.')) {
+        skipped.tensors += 1;
+        skipped.parameters += t.numel;
+        skipped.bytes += t.bytes;
+      } else {
+        parameters += t.numel;
+        tensorBytes += t.bytes;
+      }
     }
   }
   for (const [name, shard] of Object.entries(index ?? {})) {
@@ -112,6 +122,7 @@ export async function summarizeCheckpoint(dir: string): Promise<CheckpointSummar
     modelType: typeof config.model_type === 'string' ? config.model_type : null,
     parameters,
     tensorBytes,
+    skipped,
     fileBytes,
     files: files.length,
     tensors: names.size,

@@ -65,7 +65,10 @@ function describe(s: CheckpointSummary): string {
   const rows: Array<[string, string]> = [
     ['architecture', `${s.architecture ?? '?'}${s.modelType ? ` (${s.modelType})` : ''}`],
     ['parameters', `${grouped(s.parameters)} (${compact(s.parameters)})`],
-    ['weights', `${grouped(s.tensorBytes)} bytes (${bytes(s.tensorBytes)}) in ${s.tensors} tensors`],
+    ['weights', `${grouped(s.tensorBytes)} bytes (${bytes(s.tensorBytes)}) in ${s.tensors - s.skipped.tensors} tensors`],
+    ...(s.skipped.tensors > 0
+      ? [['not read', `${grouped(s.skipped.bytes)} bytes (${bytes(s.skipped.bytes)}) in ${s.skipped.tensors} tensors: a vision tower or MTP head`] as [string, string]]
+      : []),
     ['dtypes', dtypes.join('\n' + ' '.repeat(19))],
     ['files', `${s.files} safetensors file${s.files === 1 ? '' : 's'}, ${grouped(s.fileBytes)} bytes (${bytes(s.fileBytes)})`],
     ['context length', or(s.contextLength)],

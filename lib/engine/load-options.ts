@@ -130,7 +130,9 @@ export interface LoadOptions {
    * it and computes only the rest, so its first token comes sooner. Outputs are the same with it on or off. Cached
    * blocks no request holds count as free: a new request's KV takes the least recently used of them when no block is
    * truly free. `stats()` reports the lookups and hits (`prefixCacheQueries`, `prefixCacheHitTokens`, ...). A request
-   * asking for prompt logprobs (`Engine.score`) computes its whole prompt. Default `true`; `false` turns it off.
+   * asking for prompt logprobs (`Engine.score`) computes its whole prompt. Default: on, except for models with
+   * recurrent layers (Qwen3.5 / Qwen3.6), whose per-sequence state cached blocks cannot restore: they run without it,
+   * and `true` for them is an `InvalidOptionError`. `false` turns it off.
    */
   prefixCaching?: boolean;
   /**
@@ -199,7 +201,8 @@ export function validateLoadOptions(options: unknown): NativeLoadParams {
     gpuMemoryUtilization: gpuMemoryUtilizationOption(o.gpuMemoryUtilization, o.kvCacheBytes),
     dtype: oneOfOption('activationDtype', o.activationDtype, ['auto', 'float32', 'bfloat16'] as const) ?? 'auto',
     cudaGraphs: cudaGraphsOption(o.cudaGraphs, maxSeqs),
-    prefixCaching: booleanOption('prefixCaching', o.prefixCaching) ?? true,
+    // (absent: the engine's default, on where the model allows it)
+    prefixCaching: booleanOption('prefixCaching', o.prefixCaching),
   };
 }
 

@@ -41,13 +41,19 @@ export async function estimateMemory(addon: NativeAddon, dir: string, params: Na
   } catch (err) {
     throw fromNativeError(err);
   }
-  const perToken = base.kvCacheBytes / base.kvCacheTokens;
+  const perToken = (base.kvCacheBytes - base.stateSlotBytes) / base.kvCacheTokens;
   const blockSize = params.kvBlockSize || DEFAULT_BLOCK_SIZE;
   const tokens = Math.floor(Math.floor(params.kvCacheBytes / perToken) / blockSize) * blockSize;
   if (tokens >= base.maxContext) throw fromNativeError(failure); // not a short pool: some other failure (a mapping)
   const initial = Math.min(base.kvCacheInitialTokens, tokens);
   return toMemoryEstimate(
-    { ...base, kvCacheBytes: tokens * perToken, kvCacheTokens: tokens, kvCacheInitialBytes: initial * perToken, kvCacheInitialTokens: initial },
+    {
+      ...base,
+      kvCacheBytes: tokens * perToken + base.stateSlotBytes,
+      kvCacheTokens: tokens,
+      kvCacheInitialBytes: initial * perToken + base.stateSlotBytes,
+      kvCacheInitialTokens: initial,
+    },
     params,
   );
 }
@@ -58,7 +64,7 @@ export function toMemoryEstimate(n: NativeEstimate, params: NativeLoadParams): M
   const device = n.weightDeviceBytes > 0 ? 'cuda' : 'cpu';
   // The load maps the pool's initial part; it grows from there as requests need blocks.
   const onDevice = device === 'cuda' ? n.kvCacheInitialBytes + n.workspaceBytes : 0;
-  const bytesPerToken = n.kvCacheTokens > 0 ? n.kvCacheBytes / n.kvCacheTokens : 0;
+  const bytesPerToken = n.kvCacheTokens > 0 ? (n.kvCacheBytes - n.stateSlotBytes) / n.kvCacheTokens : 0;
   const est: MemoryEstimate = {
     device,
     maxContext: n.maxContext,
@@ -67,9 +73,11 @@ export function toMemoryEstimate(n: NativeEstimate, params: NativeLoadParams): M
       deviceBytes: n.weightDeviceBytes,
       hostBytes: n.weightHostBytes,
       mappedBytes: n.weightMappedBytes,
+      skippedBytes: n.weightSkippedBytes,
     },
     kvCache: {
       bytes: n.kvCacheBytes,
+      stateSlotBytes: n.stateSlotBytes,
       tokens: n.kvCacheTokens,
       bytesPerToken,
       initialBytes: n.kvCacheInitialBytes,
@@ -111,7 +119,8 @@ function advise(est: MemoryEstimate, params: NativeLoadParams, perToken: number)
   if (tokens >= M && heapFits) return undefined;
 
   // What the KV pool may take: MemAvailable less headroom, less the rest of the host heap (weight copies, workspace).
-  const otherHeap = est.totals.hostHeapBytes - (kvOnHost ? est.kvCache.bytes : 0);
+  // (the state slots stay: they are per seat, not per token)
+  const otherHeap = est.totals.hostHeapBytes - (kvOnHost ? est.kvCache.bytes - est.kvCache.stateSlotBytes : 0);
   const room = available === null || !kvOnHost ? Infinity : Math.floor(available * (1 - HEADROOM)) - otherHeap;
   const head =
     tokens < M

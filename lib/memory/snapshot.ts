@@ -31,9 +31,11 @@ export function toEngineMemory(m: NativeMemory, device: 'cpu' | 'cuda'): EngineM
       hostBytes: m.weightHostBytes,
       mappedBytes: m.weightMappedBytes,
       mappedResidentBytes: m.weightMappedResidentBytes,
+      skippedBytes: m.weightSkippedBytes,
     },
     kvCache: {
       bytes: m.kvCacheBytes,
+      stateSlotBytes: m.stateSlotBytes,
       residentBytes: m.kvCacheResidentBytes >= 0 ? m.kvCacheResidentBytes : null,
       blocksTotal: m.kvBlocksTotal,
       blocksMapped: m.kvBlocksMapped,

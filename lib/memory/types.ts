@@ -111,14 +111,24 @@ export interface EngineMemory {
      * drop them under pressure.
      */
     mappedResidentBytes: number;
+    /**
+     * Tensors in the checkpoint the language model never reads (a vision tower, an MTP head): not copied, not
+     * uploaded, and in no other figure here. 0 for a checkpoint of the text model alone.
+     */
+    skippedBytes: number;
   };
   /** The paged KV cache. */
   kvCache: {
     /**
      * The paged KV pool as reserved: its ceiling (virtual: on the CPU pages cost memory once written; on the GPU
-     * device memory is mapped in chunks as requests need blocks).
+     * device memory is mapped in chunks as requests need blocks), with the state slots.
      */
     bytes: number;
+    /**
+     * Of `bytes`, the state slots: the fixed-size state each request keeps in a model's recurrent layers (Qwen3.5 /
+     * Qwen3.6's Gated DeltaNet), one slot per seat (`maxSeqs`); 0 for models without.
+     */
+    stateSlotBytes: number;
     /**
      * Of the pool, the memory it holds now: on the CPU the pages written so far (`mincore`, which never shrinks);
      * on the GPU the mapped chunks, which grow with demand and shrink back to the load's size when the engine is
@@ -262,14 +272,18 @@ export interface MemoryEstimate {
     hostBytes: number;
     /** Read in place from the checkpoint files' mappings (page cache). */
     mappedBytes: number;
+    /** In the checkpoint but never read by the language model (a vision tower, an MTP head); in no figure above. */
+    skippedBytes: number;
   };
   /** The paged KV pool. */
   kvCache: {
-    /** The KV pool's ceiling: what it may hold at most. */
+    /** The KV pool's ceiling: what it may hold at most (with the state slots). */
     bytes: number;
+    /** Of `bytes`, the state slots of a model's recurrent layers (one per seat); 0 for models without. */
+    stateSlotBytes: number;
     /** Tokens the ceiling holds, over all sequences. */
     tokens: number;
-    /** Bytes of one token's keys and values over all layers. */
+    /** Bytes of one token's keys and values over the attention layers. */
     bytesPerToken: number;
     /**
      * What the load maps, and the pool keeps when the engine is idle: on the GPU room for max(maxContext, 4096)

@@ -18,7 +18,7 @@ export interface NativeLoadParams {
   gpuMemoryUtilization: number; // 0 = unset
   dtype: 'auto' | 'float32' | 'bfloat16'; // LoadOptions.activationDtype (vt_engine_params.dtype)
   cudaGraphs: NativeCudaGraphs;
-  prefixCaching: boolean; // vt_engine_params.prefix_caching: 1 (true) or -1 (false)
+  prefixCaching?: boolean; // vt_engine_params.prefix_caching: 1 (true), -1 (false), or absent: 0 (the default)
 }
 
 /** @internal vt_cuda_graphs, field by field (the binding keeps the engine's defaults when it is absent). */
@@ -129,6 +129,8 @@ export interface NativeMemory {
   graphsCount: number;
   graphsBytes: number; // -1 = not measurable
   hostPinnedBytes: number; // page-locked host staging of the CUDA backend; 0 on the CPU
+  stateSlotBytes: number; // of kvCacheBytes, the recurrent layers' state slots
+  weightSkippedBytes: number; // tensors the text model never reads (a vision tower, an MTP head)
   gpuDevice: number; // CUDA ordinal; -1 on the CPU backend
   gpuTotalBytes: number; // -1 on the CPU backend
   gpuFreeBytes: number; // -1 on the CPU backend, or when the driver did not answer
@@ -150,6 +152,8 @@ export interface NativeEstimate {
   maxContext: number;
   hostAvailableBytes: number; // -1 = unknown
   hostPinnedBytes: number; // page-locked host staging of the CUDA backend; 0 on the CPU
+  stateSlotBytes: number; // of kvCacheBytes, the recurrent layers' state slots
+  weightSkippedBytes: number; // tensors the text model never reads (a vision tower, an MTP head)
 }
 
 /** @internal One GPU of NativeSystemInfo (vt_gpu_info). */

@@ -34,10 +34,22 @@ function meminfo(): Record<string, number> {
   return out;
 }
 
-/** Bytes of every tensor in the folder's safetensors files, from their headers; a tied lm_head counts once. */
-function checkpointTensorBytes(dir: string): number {
+/** A fixture's config.json, the text model's fields (a composite config nests them under text_config). */
+function textConfig(dir: string): Record<string, unknown> {
+  const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+  return (config.text_config as Record<string, unknown> | undefined) ?? config;
+}
+
+/** Tensors a text model never reads, by their checkpoint names: a vision tower and an MTP head. */
+const isSkipped = (name: string): boolean => name.startsWith('model.visual.') || name.startsWith('mtp.');
+
+/**
+ * Bytes of every tensor in the folder's safetensors files, from their headers: those the language model uses (a tied
+ * lm_head counts once) and those it skips.
+ */
+function checkpointTensorBytes(dir: string): { used: number; skipped: number } {
   const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as { tie_word_embeddings?: boolean };
-  let sum = 0;
+  let used = 0, skipped = 0;
   for (const file of readdirSync(dir).filter((f) => f.endsWith('.safetensors'))) {
     const fd = openSync(join(dir, file), 'r');
     try {
@@ -49,19 +61,40 @@ function checkpointTensorBytes(dir: string): number {
       for (const [name, t] of Object.entries(tensors)) {
         if (name === '__metadata__') continue;
         if (name === 'lm_head.weight' && config.tie_word_embeddings) continue; // the engine uses the embedding
-        sum += t.data_offsets[1] - t.data_offsets[0];
+        if (isSkipped(name)) skipped += t.data_offsets[1] - t.data_offsets[0];
+        else used += t.data_offsets[1] - t.data_offsets[0];
       }
     } finally {
       closeSync(fd);
     }
   }
-  return sum;
+  return { used, skipped };
 }
 
-/** KV bytes of one token by the model's shape: keys and values of every layer, fp32 on the CPU backend. */
-function kvBytesPerToken(engine: Engine): number {
+/** Layers keeping K/V: every layer, or those config.json's layer_types calls full_attention (the hybrid models). */
+function attentionLayers(dir: string, nLayers: number): number {
+  const types = textConfig(dir).layer_types as string[] | undefined;
+  return types ? types.filter((t) => t === 'full_attention').length : nLayers;
+}
+
+/** KV bytes of one token by the model's shape: keys and values of every attention layer, fp32 on the CPU backend. */
+function kvBytesPerToken(engine: Engine, dir: string): number {
   const { nLayers, nKvHeads, headDim } = engine.modelInfo;
-  return 2 * nLayers * nKvHeads * headDim * 4;
+  return 2 * attentionLayers(dir, nLayers) * nKvHeads * headDim * 4;
+}
+
+/**
+ * A hybrid model's state slot bytes by its config (transformers' field names): per Gated DeltaNet layer the conv's
+ * last W - 1 inputs (q|k|v wide) and the recurrent state (value heads x key dim x value dim), fp32, one per seat.
+ */
+function stateSlotBytes(dir: string, seats: number): number {
+  const t = textConfig(dir);
+  const linear = ((t.layer_types as string[] | undefined) ?? []).filter((x) => x === 'linear_attention').length;
+  if (linear === 0) return 0;
+  const [hk, hv, dk, dv, w] = ['linear_num_key_heads', 'linear_num_value_heads', 'linear_key_head_dim', 'linear_value_head_dim',
+    'linear_conv_kernel_dim'].map((k) => t[k] as number);
+  const perLayer = (w! - 1) * (2 * hk! * dk! + hv! * dv!) + hv! * dk! * dv!;
+  return seats * linear * perLayer * 4;
 }
 
 function prompt(n: number, vocab: number, salt = 0): number[] {
@@ -131,7 +164,8 @@ describe('engine.memory()', () => {
     // The KV figures are the ones stats() has always shown, and the pool is as big as the shape says.
     const s = engine.stats();
     expect([m.kvCache.bytes, m.kvCache.blocksTotal, m.kvCache.blockSize]).toStrictEqual([s.kvCacheBytes, s.kvBlocksTotal, s.kvBlockSize]);
-    expect(m.kvCache.bytes).toBe(m.kvCache.blocksTotal * m.kvCache.blockSize * kvBytesPerToken(engine));
+    expect(m.kvCache.bytes).toBe(m.kvCache.blocksTotal * m.kvCache.blockSize * kvBytesPerToken(engine, DEFAULT_MODEL_DIR));
+    expect([m.kvCache.stateSlotBytes, m.weights.skippedBytes]).toStrictEqual([0, 0]); // a dense model's own checkpoint
     // The CPU's pool is fixed: every block is mapped (its pages committed as they are written).
     expect([m.kvCache.blocksMapped, s.kvBlocksMapped]).toStrictEqual([m.kvCache.blocksTotal, s.kvBlocksTotal]);
     expect(s.kvCacheResidentBytes).toBeGreaterThanOrEqual(0);
@@ -141,12 +175,14 @@ describe('engine.memory()', () => {
 
 describe("the engine's weight bytes", () => {
   it.each(CHECKPOINTS)('equal the tensor bytes in the safetensors headers: %s', async (_name, dir) => {
-    const expected = checkpointTensorBytes(dir);
+    const { used: expected, skipped } = checkpointTensorBytes(dir);
     const engine = await load(dir, { maxContext: 64 });
     const { weights } = (await engine.memory()).engine;
     expect(weights.mappedBytes).toBe(expected);
+    expect(weights.skippedBytes).toBe(skipped); // a vision tower's bytes, listed and never read
     expect(engine.modelInfo.weightBytes).toBe(expected);
-    expect((await Engine.estimate(dir, { maxContext: 64 })).weights.totalBytes).toBe(expected);
+    const est = await Engine.estimate(dir, { maxContext: 64 });
+    expect([est.weights.totalBytes, est.weights.skippedBytes]).toStrictEqual([expected, skipped]);
     // The mapping is resident once a forward pass has read every matrix (the files are small: every page).
     await engine.generate({ tokens: [5, 6, 7] }, { maxTokens: 1 });
     expect((await engine.memory()).engine.weights.mappedResidentBytes).toBeGreaterThanOrEqual(expected);
@@ -157,7 +193,7 @@ describe("the engine's weight bytes", () => {
 describe('KV cache accounting', () => {
   it('blocks are taken as a long generation runs and all given back at its end; resident pages grow', async () => {
     const engine = await load(DEFAULT_MODEL_DIR, { maxContext: 2048 });
-    const perToken = kvBytesPerToken(engine);
+    const perToken = kvBytesPerToken(engine, DEFAULT_MODEL_DIR);
     const fresh = (await engine.memory()).engine.kvCache;
     expect(fresh.blocksUsed).toBe(0);
     const P = 16, N = 1000;
@@ -202,14 +238,23 @@ describe('Engine.estimate against steady usage', () => {
   }
   const total = (est: MemoryEstimate): number => est.totals.hostHeapBytes + est.totals.pageCacheBytes + est.totals.deviceBytes;
 
-  async function sameAsLoaded(est: MemoryEstimate, engine: Engine): Promise<void> {
+  async function sameAsLoaded(est: MemoryEstimate, engine: Engine, dir: string, seats = 64): Promise<void> {
     const m = (await engine.memory()).engine;
     expect(est.kvCache.bytes).toBe(m.kvCache.bytes);
     expect(est.kvCache.tokens).toBe(m.kvCache.blocksTotal * m.kvCache.blockSize);
-    expect(est.kvCache.bytesPerToken).toBe(kvBytesPerToken(engine));
+    expect(est.kvCache.bytesPerToken).toBe(kvBytesPerToken(engine, dir));
+    // The pool's blocks and, for a hybrid model, a state slot per seat (maxSeqs; the CPU's default 64) by its config
+    expect([est.kvCache.stateSlotBytes, m.kvCache.stateSlotBytes]).toStrictEqual([stateSlotBytes(dir, seats), stateSlotBytes(dir, seats)]);
+    expect(m.kvCache.bytes).toBe(est.kvCache.tokens * kvBytesPerToken(engine, dir) + m.kvCache.stateSlotBytes);
     expect(est.workspaceBytes).toBe(m.workspaceBytes);
     expect([est.pinnedHostBytes, m.pinnedHostBytes]).toStrictEqual([0, 0]); // the CPU backend pins nothing
-    expect(est.weights).toStrictEqual({ totalBytes: m.weights.mappedBytes, deviceBytes: 0, hostBytes: m.weights.hostBytes, mappedBytes: m.weights.mappedBytes });
+    expect(est.weights).toStrictEqual({
+      totalBytes: m.weights.mappedBytes,
+      deviceBytes: 0,
+      hostBytes: m.weights.hostBytes,
+      mappedBytes: m.weights.mappedBytes,
+      skippedBytes: m.weights.skippedBytes,
+    });
     expect(est.maxContext).toBe(engine.modelInfo.maxContext);
     expect(est.fits).toBe(true);
   }
@@ -217,11 +262,13 @@ describe('Engine.estimate against steady usage', () => {
   it.each(CHECKPOINTS)('within a tenth after a full-context run, KV and workspaces exactly: %s', async (_name, dir) => {
     const M = Math.min(512, (await Engine.estimate(dir)).maxContext);
     const perToken = (await Engine.estimate(dir, { maxContext: M })).kvCache.bytesPerToken;
-    const options = { maxContext: M, kvCacheBytes: M * perToken };
+    // (A hybrid model's one request writes one state slot: a seat, so the estimate is what the run touches.)
+    const seats = stateSlotBytes(dir, 1) > 0 ? 1 : 64;
+    const options = { maxContext: M, kvCacheBytes: M * perToken, ...(seats === 1 ? { maxSeqs: 1 } : {}) };
     const est = await Engine.estimate(dir, options);
     expect(est.kvCache.tokens).toBe(M);
     const engine = await load(dir, options);
-    await sameAsLoaded(est, engine);
+    await sameAsLoaded(est, engine, dir, seats);
     const r = await engine.generate({ tokens: prompt(M - 1, engine.modelInfo.vocabSize) }, { maxTokens: 1, stopTokenIds: [] });
     expect(r.usage.completionTokens).toBe(1);
     within(total(est), await steady(engine), 0.1);
@@ -233,7 +280,7 @@ describe('Engine.estimate against steady usage', () => {
     const M = 512;
     const est = await Engine.estimate(dir, { maxContext: M });
     const engine = await load(dir, { maxContext: M });
-    await sameAsLoaded(est, engine);
+    await sameAsLoaded(est, engine, dir);
     const n = est.kvCache.tokens / M; // 4096 / 512: every block in use at once
     const vocab = engine.modelInfo.vocabSize;
     await Promise.all(Array.from({ length: n }, (_, i) => engine.generate({ tokens: prompt(16, vocab, i) }, { maxTokens: M - 16, stopTokenIds: [] })));

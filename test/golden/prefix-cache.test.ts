@@ -16,7 +16,7 @@ process.env.VT_CPU_ISA = 'scalar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Engine, type EngineStats, type GenerateOptions, type GenerationResult } from '../../lib/index.js';
-import { fixtureDir, listFixtures, readReference } from '../helpers/fixtures.js';
+import { fixtureDir, hasRecurrentLayers, listFixtures, readReference } from '../helpers/fixtures.js';
 
 const fixtures = listFixtures();
 const name = fixtures.includes('llama-bf16') ? 'llama-bf16' : fixtures[0];
@@ -180,5 +180,27 @@ describe.skipIf(!name)('prefix caching: bit-equal outputs with the cache on and 
     expect(engine.stats().prefixCacheHitTokens).toBe(64 + 80);
     await engine.dispose();
     for (const r of await Promise.all(live)) expect(r.finishReason).toBe('abort');
+  });
+});
+
+// A model with recurrent layers (Qwen3.5's Gated DeltaNet) keeps a state per sequence that cached K/V blocks cannot
+// restore: by default it runs without the cache (no lookups, outputs as with it off), and asking for it is refused.
+const hybrids = listFixtures().filter(hasRecurrentLayers);
+describe.skipIf(hybrids.length === 0)('prefix caching and models with recurrent layers', () => {
+  it.each(hybrids)('%s: off by default, no lookups; prefixCaching: true refused', async (hybrid) => {
+    const engine = await Engine.load(fixtureDir(hybrid), { device: 'cpu', threads: 2 });
+    try {
+      const prompt = readReference(hybrid).prompts[0]!.ids;
+      const a = await engine.generate({ tokens: prompt }, { maxTokens: 8, stopTokenIds: [] });
+      const b = await engine.generate({ tokens: prompt }, { maxTokens: 8, stopTokenIds: [] });
+      expect(b.tokenIds).toEqual(a.tokenIds);
+      expect(engine.stats().prefixCacheQueries).toBe(0);
+    } finally {
+      await engine.dispose();
+    }
+    await expect(Engine.load(fixtureDir(hybrid), { device: 'cpu', threads: 2, prefixCaching: true })).rejects.toMatchObject({
+      code: 'ERR_INVALID_OPTION',
+      message: expect.stringMatching(/prefixCaching is not available .*recurrent layers/),
+    });
   });
 });

@@ -339,7 +339,15 @@ void check_prefix_cache(const std::string &name, const fs::path &dir, const vt_e
   p.prefix_caching = 1;
   vt_engine *e = nullptr;
   char err[1024] = {0};
-  if (vt_engine_load(dir.c_str(), p, &e, err, sizeof err) != VT_OK) {
+  const vt_status loaded = vt_engine_load(dir.c_str(), p, &e, err, sizeof err);
+  // A model with recurrent layers (Qwen3.5's Gated DeltaNet) refuses prefix caching: cached K/V blocks cannot
+  // restore a sequence's state. That refusal (ERR_INVALID_OPTION, saying why) is the check then.
+  if (loaded != VT_OK && std::string(err).find("recurrent layers") != std::string::npos) {
+    if (loaded != VT_ERR_INVALID_OPTION) fail_check(name + ": prefix cache: refused with the wrong status: " + err);
+    std::printf("%s: prefix cache: refused as it should be (recurrent layers)\n", name.c_str());
+    return;
+  }
+  if (loaded != VT_OK) {
     fail_check(name + ": prefix cache: load: " + err);
     return;
   }
@@ -468,6 +476,12 @@ int main(int argc, char **argv) {
     if (st == VT_ERR_NO_GPU) {
       std::printf("SKIP no GPU: %s\n", err);
       return 2;
+    }
+    // A model whose layers the CUDA backend does not run yet (Qwen3.5's Gated DeltaNet, issue 31) is refused as such:
+    // skipped here, named, until its kernels are wired (the CPU golden covers it meanwhile).
+    if (st == VT_ERR_UNSUPPORTED_ARCH && std::string(err).find("CUDA backend does not run yet") != std::string::npos) {
+      std::printf("SKIP %s: %s\n", name.c_str(), err);
+      continue;
     }
     if (st != VT_OK) {
       fail_check(name + ": load: " + err);

@@ -32,6 +32,16 @@ export function listFixtures(): string[] {
     .sort();
 }
 
+/**
+ * Whether a fixture's model has recurrent layers (config.json's layer_types names linear_attention: Qwen3.5's
+ * Gated DeltaNet), which keep a per-sequence state that cached K/V blocks cannot restore: no prefix caching.
+ */
+export function hasRecurrentLayers(name: string): boolean {
+  const config = JSON.parse(readFileSync(join(FIXTURES_DIR, name, 'config.json'), 'utf8')) as Record<string, unknown>;
+  const text = (config.text_config as Record<string, unknown> | undefined) ?? config;
+  return ((text.layer_types as string[] | undefined) ?? []).includes('linear_attention');
+}
+
 export function fixtureDir(name: string): string {
   return join(FIXTURES_DIR, name);
 }

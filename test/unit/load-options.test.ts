@@ -20,7 +20,7 @@ describe('validateLoadOptions', () => {
   it('maps absent options to the native defaults (0 = engine default)', () => {
     const defaults = {
       device: 'auto', threads: 0, maxContext: 0, maxSeqs: 0, maxBatchTokens: 0, kvBlockSize: 0, kvCacheBytes: 0,
-      gpuMemoryUtilization: 0, dtype: 'auto', cudaGraphs: GRAPHS_DEFAULT, prefixCaching: true,
+      gpuMemoryUtilization: 0, dtype: 'auto', cudaGraphs: GRAPHS_DEFAULT, prefixCaching: undefined,
     };
     expect(validateLoadOptions(undefined)).toStrictEqual(defaults);
     expect(validateLoadOptions({})).toStrictEqual(defaults);

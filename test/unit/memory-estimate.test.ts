@@ -36,6 +36,8 @@ function native(p: NativeLoadParams, available: number, maxPositions = 40_960): 
     maxContext: M,
     hostAvailableBytes: available,
     hostPinnedBytes: 0,
+    stateSlotBytes: 0,
+    weightSkippedBytes: 0,
   };
   function poolTokens(q: NativeLoadParams, m: number): number {
     if (q.kvCacheBytes > 0) return Math.floor(Math.floor(q.kvCacheBytes / PER_TOKEN) / bs) * bs;
@@ -60,8 +62,8 @@ describe('toMemoryEstimate', () => {
     expect(est).toStrictEqual({
       device: 'cpu',
       maxContext: 2048,
-      weights: { totalBytes: 1_192_099_840, deviceBytes: 0, hostBytes: HOST_WEIGHTS, mappedBytes: 1_192_099_840 },
-      kvCache: { bytes: 4096 * PER_TOKEN, tokens: 4096, bytesPerToken: PER_TOKEN, initialBytes: 4096 * PER_TOKEN, initialTokens: 4096 },
+      weights: { totalBytes: 1_192_099_840, deviceBytes: 0, hostBytes: HOST_WEIGHTS, mappedBytes: 1_192_099_840, skippedBytes: 0 },
+      kvCache: { bytes: 4096 * PER_TOKEN, stateSlotBytes: 0, tokens: 4096, bytesPerToken: PER_TOKEN, initialBytes: 4096 * PER_TOKEN, initialTokens: 4096 },
       workspaceBytes: WORKSPACE,
       pinnedHostBytes: 0,
       totals: { hostHeapBytes: HOST_WEIGHTS + 4096 * PER_TOKEN + WORKSPACE, pageCacheBytes: 1_192_099_840, deviceBytes: 0 },
@@ -86,6 +88,7 @@ describe('toMemoryEstimate', () => {
     expect(est.device).toBe('cuda');
     expect(est.kvCache).toStrictEqual({
       bytes: 400_000 * PER_TOKEN,
+      stateSlotBytes: 0,
       tokens: 400_000,
       bytesPerToken: PER_TOKEN,
       initialBytes: 8192 * PER_TOKEN,
@@ -158,6 +161,7 @@ describe('estimateMemory', () => {
     expect(est.kvCache).toStrictEqual({
       tokens: 496,
       bytes: 496 * PER_TOKEN,
+      stateSlotBytes: 0,
       bytesPerToken: PER_TOKEN,
       initialBytes: 496 * PER_TOKEN,
       initialTokens: 496,

@@ -22,6 +22,8 @@ const report: NativeMemory = {
   graphsCount: 0,
   graphsBytes: 0,
   hostPinnedBytes: 0,
+  stateSlotBytes: 0,
+  weightSkippedBytes: 0,
   gpuDevice: -1,
   gpuTotalBytes: -1,
   gpuFreeBytes: -1,
@@ -62,13 +64,14 @@ describe('toEngineMemory', () => {
     expect(m.totalBytes).toBe(270_976 + 1280 + 2_097_152 + 1_700_352);
     expect(m.kvCache).toStrictEqual({
       bytes: 2_097_152,
+      stateSlotBytes: 0,
       residentBytes: 65_536,
       blocksTotal: 256,
       blocksMapped: 256,
       blocksUsed: 3,
       blockSize: 16,
     });
-    expect(m.weights).toStrictEqual({ deviceBytes: 0, hostBytes: 1280, mappedBytes: 270_976, mappedResidentBytes: 274_432 });
+    expect(m.weights).toStrictEqual({ deviceBytes: 0, hostBytes: 1280, mappedBytes: 270_976, mappedResidentBytes: 274_432, skippedBytes: 0 });
     expect(m.graphs).toStrictEqual({ count: 0, bytes: 0 });
   });
 
@@ -113,6 +116,7 @@ describe('toEngineMemory', () => {
     expect(m.components.find((c) => c.name === 'kv_cache')).toStrictEqual({ name: 'kv_cache', tier: 'device', bytes: GiB });
     expect(m.kvCache).toStrictEqual({
       bytes: 60 * GiB,
+      stateSlotBytes: 0,
       residentBytes: GiB,
       blocksTotal: 245_760,
       blocksMapped: 4096,

@@ -47,7 +47,8 @@ class Binder {
 
   std::vector<float> vec(const TensorSpec &s) {
     const TensorInfo &t = get(s);
-    const int64_t n = s.shape[0];
+    int64_t n = 1;  // (every element: a conv weight (C, 1, W) is one too)
+    for (int64_t d : s.shape) n *= d;
     std::vector<float> out(static_cast<size_t>(n));
     host_bytes += n * int64_t(sizeof(float));
     for (int64_t i = 0; i < n; ++i) out[size_t(i)] = load_as_f32(t.data, t.dtype, i);

@@ -100,14 +100,14 @@ bool is_hybrid(Family f) { return f == Family::Qwen3_5 || f == Family::Qwen3_5Mo
 // transformers builds Qwen3_5TextConfig's defaults and ignores top-level sizes, so such a file describes another
 // model than it seems to. A ForCausalLM takes text_config when there is one (transformers' text config class
 // loads its base_config_key from a composite file), else the top level.
-const json &text_fields(const json &cfg, const PendingModel *pending, std::string *where) {
+const json &text_fields(const json &cfg, const ModelEntry &e, std::string *where) {
   *where = kConfig;
-  if (!pending) return cfg;
+  if (!e.composite()) return cfg;
   const json *text = json_field(cfg, "text_config");
   if (text && !text->is_object())
     fail(VT_ERR_BAD_CHECKPOINT, kConfig + ": `text_config` must be an object (the text model's fields), not " + describe_json(*text));
-  if (!text && pending->vision_tower)
-    fail(VT_ERR_BAD_CHECKPOINT, kConfig + ": " + pending->architecture +
+  if (!text && e.vision_tower)
+    fail(VT_ERR_BAD_CHECKPOINT, kConfig + ": " + e.architecture +
                                     " has no `text_config`: transformers would build its default text model and ignore "
                                     "any top-level sizes; nest the text model's fields under text_config");
   if (!text) return cfg;
@@ -172,7 +172,7 @@ int32_t read_rotary_dims(const json &text, const std::string &where, int32_t hea
 
 // The hybrid Qwen3.5 / 3.6 layers (transformers' Qwen3_5TextConfig and Qwen3_5MoeTextConfig, read where their
 // modeling file reads them; defaults as those classes give them).
-void read_hybrid(const json &cfg, const json &text, const std::string &where, const PendingModel &p, ModelConfig &c) {
+void read_hybrid(const json &cfg, const json &text, const std::string &where, const ModelEntry &p, ModelConfig &c) {
   c.layer_kinds = read_layer_kinds(text, where, c.n_layers);
   // RoPE over part of each head. mrope_section / mrope_interleaved split the rotary frequencies among three
   // position ids (time, height, width of an image's grid); for text all three are the token's position, so the
@@ -203,12 +203,12 @@ void read_hybrid(const json &cfg, const json &text, const std::string &where, co
 // ConditionalGeneration's top level (Qwen3_5Config, default false), a ForCausalLM's text config (default false).
 // Readers that follow transformers 4 take text_config's for a composite file, so where both levels give a value
 // they must agree: otherwise one reader ties lm_head to the embeddings and another loads it.
-bool read_tie(const json &cfg, const json &text, const std::string &where, const PendingModel *p) {
+bool read_tie(const json &cfg, const json &text, const std::string &where, const ModelEntry &p) {
   const bool nested = &text != &cfg;
   const auto top = json_bool(cfg, "tie_word_embeddings", kConfig);
   if (!nested) return top.value_or(false);
   const auto inner = json_bool(text, "tie_word_embeddings", where);
-  const bool from_top = p && p->vision_tower;
+  const bool from_top = p.vision_tower;
   const bool tie = (from_top ? top : inner).value_or(false);
   const auto other = from_top ? inner : top;
   if (other && *other != tie)
@@ -227,16 +227,15 @@ ModelConfig parse_recognised_config(std::string_view config_json, std::optional<
     c.architecture = (*a)[0].get<std::string>();
   if (c.architecture.empty()) fail(VT_ERR_BAD_CHECKPOINT, "config.json has no `architectures` entry");
   const std::string &arch = c.architecture;
-  const ModelEntry *entry = find_model(arch);
-  const PendingModel *pending = entry ? nullptr : find_pending_model(arch);
-  if (!entry && !pending)
+  const ModelEntry *entry = find_model(arch);  // (supported or not: this reads and checks either)
+  if (!entry)
     fail(VT_ERR_UNSUPPORTED_ARCH,
          "architecture `" + arch + "` is not supported (supported: " + supported_architectures() + ")");
-  c.family = entry ? entry->family : pending->family;
+  c.family = entry->family;
   const bool hybrid = is_hybrid(c.family);
   c.model_type = json_string(cfg, "model_type", kConfig).value_or("");
   std::string where;
-  const json &text = text_fields(cfg, pending, &where);
+  const json &text = text_fields(cfg, *entry, &where);
 
   c.vocab_size = positive(text, where, "vocab_size");
   c.hidden_size = positive(text, where, "hidden_size");
@@ -251,7 +250,7 @@ ModelConfig parse_recognised_config(std::string_view config_json, std::optional<
   c.head_dim = positive(text, where, "head_dim", hybrid ? 256 : c.hidden_size / c.n_heads);
   c.max_position_embeddings = positive(text, where, "max_position_embeddings");
   c.rms_norm_eps = float(json_number(text, "rms_norm_eps", where).value_or(1e-6));  // range: config_arithmetic
-  c.tie_word_embeddings = read_tie(cfg, text, where, pending);
+  c.tie_word_embeddings = read_tie(cfg, text, where, *entry);
   c.qk_norm = c.family == Family::Qwen3 || hybrid;
   // Biases as each family's modeling file builds them (transformers 5); the fields other families carry are
   // not read by transformers for this one, so not here either.
@@ -273,7 +272,7 @@ ModelConfig parse_recognised_config(std::string_view config_json, std::optional<
   read_rope(text, where, c.rope);
   c.rotary_dims = c.head_dim;
   c.layer_kinds.assign(size_t(c.n_layers), LayerKind::Attention);
-  if (hybrid) read_hybrid(cfg, text, where, *pending, c);
+  if (hybrid) read_hybrid(cfg, text, where, *entry, c);
   check_config_arithmetic(cfg, text, where, c);
 
   // Token ids from the top level, else (a composite file) the text config's, as transformers' generation config
@@ -296,7 +295,7 @@ ModelConfig parse_recognised_config(std::string_view config_json, std::optional<
 
 ModelConfig parse_model_config(std::string_view config_json, std::optional<std::string_view> generation_json) {
   ModelConfig c = parse_recognised_config(config_json, generation_json);
-  if (const PendingModel *p = find_pending_model(c.architecture)) fail(VT_ERR_UNSUPPORTED_ARCH, pending_refusal(*p));
+  model_entry(c);  // (a recognised architecture without a model: refused, saying so)
   return c;
 }
 

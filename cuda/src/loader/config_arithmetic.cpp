@@ -29,18 +29,19 @@ std::string num(double v) { return json(v).dump(); }  // shortest round-trip for
 // Rule: model_type agrees with architectures[0]. transformers' AutoModelForCausalLM builds the model that
 // model_type names, vLLM and this engine the one architectures names: when they disagree, the references compute
 // two different models from one file and neither choice of ours is right.
-// A recognised architecture whose model has not landed pairs with two model_types: the composite one where the
+// A composite family (Qwen3.5) pairs each architecture with two model_types: the composite one where the
 // text model's fields nest under text_config, the text one where they sit at the top (a text-only ForCausalLM).
 // Crossed, transformers reads the sizes from the other place (or builds its defaults).
 void check_model_type(const ModelConfig &c, bool nested) {
   if (c.model_type.empty()) return;
   std::string want, arch = c.architecture;
-  if (const ModelEntry *e = find_model(c.architecture)) want = e->model_type;
-  else if (const PendingModel *p = find_pending_model(c.architecture)) {
-    want = nested ? p->model_type : p->text_model_type;
+  const ModelEntry *e = find_model(c.architecture);
+  if (!e) model_entry(c);  // refuses
+  want = e->model_type;
+  if (e->composite()) {
+    want = nested ? e->model_type : e->text_model_type;
     arch += nested ? " with a text_config" : " without a text_config";
-  } else
-    model_entry(c);  // refuses
+  }
   if (c.model_type != want)
     bad(kConfig, "model_type " + describe_json(c.model_type) + " does not match architectures[0] " + arch +
                      " (model_type \"" + want +

@@ -12,14 +12,16 @@ Weights::Weights(const WeightSchema &s, DType dt) : dtype(dt), slots_(size_t(s.n
       throw std::logic_error("weight schema: " + t.name + " has no valid role and layer");
     Slot &x = slots_[size_t(t.layer + 1)][size_t(t.role)];
     if (x.declared) throw std::logic_error("weight schema: " + t.name + " declares a role and layer already declared");
-    if (t.shape.size() != (t.kind == TensorSpec::kMatrix ? 2u : 1u))
+    if (t.kind == TensorSpec::kMatrix ? t.shape.size() != 2 : t.shape.empty())
       throw std::logic_error("weight schema: " + t.name + " has a shape of the wrong rank");
     x.declared = true, x.absent = t.absent, x.kind = t.kind;
     if (t.absent) continue;
     if (t.kind == TensorSpec::kMatrix)
       x.m.rows = t.shape[0], x.m.cols = t.shape[1], x.m.dtype = dt;
-    else
-      x.n = t.shape[0];
+    else {
+      x.dims = t.shape;
+      for (x.n = 1; int64_t d : t.shape) x.n *= d;
+    }
   }
 }
 
@@ -53,7 +55,7 @@ std::vector<int64_t> Weights::shape(Role r, int32_t layer) const {
   const Slot *x = find(r, layer);
   if (!x) slot(r, layer, TensorSpec::kMatrix, "shape");  // throws, saying what is missing
   if (x->absent) return {};
-  return x->kind == TensorSpec::kMatrix ? std::vector<int64_t>{x->m.rows, x->m.cols} : std::vector<int64_t>{x->n};
+  return x->kind == TensorSpec::kMatrix ? std::vector<int64_t>{x->m.rows, x->m.cols} : x->dims;
 }
 
 void Weights::set(Role r, int32_t layer, const Matrix &m) {

@@ -36,7 +36,7 @@ class Weights {
   // valid while the Weights live (moves included): backends keep pointers to them (ModelOps::linear_weights).
   const Matrix &matrix(Role r, int32_t layer = -1) const;
   const std::vector<float> &vec(Role r, int32_t layer = -1) const;
-  // The declared shape: (rows, cols), (n), or () for an absent tensor.
+  // The declared shape: (rows, cols), a vector's as declared ((n), (C, 1, W)), or () for an absent tensor.
   std::vector<int64_t> shape(Role r, int32_t layer = -1) const;
   int32_t n_layers() const { return int32_t(slots_.size()) - 1; }
 
@@ -58,7 +58,8 @@ class Weights {
     TensorSpec::Kind kind = TensorSpec::kMatrix;
     Matrix m;               // kMatrix
     std::vector<float> v;   // kVector: empty until bound
-    int64_t n = 0;          // kVector: its declared length
+    int64_t n = 0;          // kVector: its declared length (elements)
+    std::vector<int64_t> dims;  // kVector: its declared shape ((n), or (C, 1, W) for a conv weight)
   };
   const Slot *find(Role r, int32_t layer) const;  // null: not declared (or no such layer)
   Slot &slot(Role r, int32_t layer, TensorSpec::Kind kind, const char *what);

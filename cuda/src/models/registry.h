@@ -18,7 +18,7 @@ namespace vt {
 
 struct ModelEntry {
   const char *architecture;
-  const char *model_type;
+  const char *model_type;  // config.json's model_type (a composite config's, where the text fields nest)
   Family family;
   // The model over `ops`, bound to `w` (which must outlive it).
   std::unique_ptr<Model> (*make)(const ModelConfig &c, const Weights &w, ModelOps &ops);
@@ -27,31 +27,29 @@ struct ModelEntry {
   WeightSchema (*schema)(const ModelConfig &c);
   // What each layer keeps per sequence between steps (K/V, a state slot): what sizes the KV pool and the slots.
   StateLayout (*state_layout)(const ModelConfig &c);
+  // Qwen3.5's classes: the model_type of a config whose text fields sit at the top level (a text-only ForCausalLM
+  // export); null: the family has no composite config (the text fields are always at the top).
+  const char *text_model_type = nullptr;
+  // transformers builds a vision tower beside the text model (a ConditionalGeneration).
+  bool vision_tower = false;
+  const char *name = nullptr;  // the models, for messages: "Qwen3.5 / Qwen3.6"
+
+  // A row without a model: an architecture the loader reads and checks but no model runs yet (refused as such,
+  // never as unknown). When its model lands, the row gets its functions.
+  bool supported() const { return make != nullptr; }
+  bool composite() const { return text_model_type != nullptr; }
 };
 
-// The row for an architecture; null when the engine has none.
+// The row for an architecture, supported or not (ModelEntry::supported); null when the engine has none.
 const ModelEntry *find_model(std::string_view architecture);
-// The row for a parsed config (whose architecture parse_model_config checked).
+// The supported row for a parsed config; throws ERR_UNSUPPORTED_ARCH otherwise (pending_refusal for a row without
+// a model).
 const ModelEntry &model_entry(const ModelConfig &c);
-// "LlamaForCausalLM, MistralForCausalLM, ...": for messages.
+// "LlamaForCausalLM, MistralForCausalLM, ...": the supported ones, for messages.
 std::string supported_architectures();
-
-// An architecture the loader reads but no model runs yet (Qwen3.5 / Qwen3.6 until the hybrid model of issue 31
-// lands): its checkpoint is refused as recognised and not yet supported, never as unknown. When its model lands,
-// its row moves to the table above.
-struct PendingModel {
-  const char *architecture;
-  const char *model_type;       // config.json's model_type when the text model's fields sit under text_config
-  const char *text_model_type;  // ... when they sit at the top level (a text-only ForCausalLM checkpoint)
-  Family family;
-  bool vision_tower;  // a ConditionalGeneration: transformers builds a vision tower beside the text model
-  const char *name;   // the models, for messages: "Qwen3.5 / Qwen3.6"
-};
-
-// The pending row for an architecture; null when it has none.
-const PendingModel *find_pending_model(std::string_view architecture);
-// "architecture `X` (Qwen3.5 / Qwen3.6) is recognised but not supported yet ...": the refusal, one wording for
+// "architecture `X` (Qwen3.5 / Qwen3.6 MoE) is recognised but not supported yet ...": the refusal, one wording for
 // every path that meets such a config.
-std::string pending_refusal(const PendingModel &p);
+std::string pending_refusal(const ModelEntry &p);
+
 
 }  // namespace vt

@@ -9,7 +9,8 @@ const char *role_name(Role r) {
   static constexpr const char *kNames[kRoleCount] = {
       "embed", "lm_head", "final_norm", "attn_norm", "mlp_norm", "q",         "k",       "v",
       "o",     "q_bias",  "k_bias",     "v_bias",    "o_bias",   "q_norm",    "k_norm",  "gate",
-      "up",    "down",    "gate_bias",  "up_bias",   "down_bias"};
+      "up",    "down",    "gate_bias",  "up_bias",   "down_bias", "in_proj_qkv", "in_proj_z", "in_proj_b",
+      "in_proj_a", "conv1d", "a_log", "dt_bias", "gdn_norm", "out_proj"};
   const int i = int(r);
   return i >= 0 && i < kRoleCount ? kNames[i] : "?";
 }
@@ -45,6 +46,10 @@ SchemaBuilder &SchemaBuilder::matrix(Role role, const std::string &name, int64_t
 
 SchemaBuilder &SchemaBuilder::vector(Role role, const std::string &name, int64_t n) {
   return add({role, layer_, prefix_ + name, {n}, TensorSpec::kVector});
+}
+
+SchemaBuilder &SchemaBuilder::values(Role role, const std::string &name, std::vector<int64_t> shape) {
+  return add({role, layer_, prefix_ + name, std::move(shape), TensorSpec::kVector});
 }
 
 SchemaBuilder &SchemaBuilder::optional(bool present, Role role, const std::string &name, int64_t n, const char *why) {

@@ -11,15 +11,16 @@
 
 namespace vt {
 
-// What a tensor is to a model, whatever the checkpoint calls it. The hybrid Qwen3.5/3.6 model adds its own roles
-// when it lands (in_proj_qkv, in_proj_z, in_proj_a, in_proj_b, conv1d, a_log, dt_bias, gdn_norm, out_proj), an MoE
-// model its expert roles; a role is an index into Weights' per-layer tables, so kCount stays last.
+// What a tensor is to a model, whatever the checkpoint calls it. An MoE model will add its expert roles; a role is
+// an index into Weights' per-layer tables, so kCount stays last.
 enum class Role : uint8_t {
   kEmbed, kLmHead, kFinalNorm,                          // global
   kAttnNorm, kMlpNorm,                                  // each layer's RMSNorms
   kQ, kK, kV, kO, kQBias, kKBias, kVBias, kOBias,       // attention
   kQNorm, kKNorm,                                       // per-head q/k RMSNorm (Qwen3)
   kGate, kUp, kDown, kGateBias, kUpBias, kDownBias,     // SwiGLU MLP
+  // Gated DeltaNet (Qwen3.5 / 3.6's linear attention): its projections, conv, gate parameters and gated norm
+  kInProjQkv, kInProjZ, kInProjB, kInProjA, kConv1d, kALog, kDtBias, kGdnNorm, kOutProj,
   kCount
 };
 constexpr int kRoleCount = int(Role::kCount);
@@ -28,7 +29,8 @@ const char *role_name(Role r);  // "q_bias": for messages
 struct TensorSpec {
   enum Kind : uint8_t {
     kMatrix,  // (rows, cols), HF Linear layout; bound as a view into the checkpoint's mapping
-    kVector,  // (n); bound as an fp32 copy (norms, biases: small, and the hot loops stay simple)
+    kVector,  // (n), or any small tensor (a conv weight (C, 1, W)); bound as an fp32 copy of every element (norms,
+              // biases: small, and the hot loops stay simple)
   };
   Role role;
   int32_t layer = -1;  // -1: global
@@ -77,6 +79,8 @@ class SchemaBuilder {
 
   SchemaBuilder &matrix(Role role, const std::string &name, int64_t rows, int64_t cols);
   SchemaBuilder &vector(Role role, const std::string &name, int64_t n);
+  // A small tensor of any shape, bound as an fp32 copy of its elements (in order): a conv weight (C, 1, W).
+  SchemaBuilder &values(Role role, const std::string &name, std::vector<int64_t> shape);
   // A vector the config may or may not give the model (a bias, q_norm): listed when `present`, declared absent
   // otherwise; `why` as TensorSpec::why.
   SchemaBuilder &optional(bool present, Role role, const std::string &name, int64_t n, const char *why = nullptr);

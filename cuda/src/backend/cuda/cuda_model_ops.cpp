@@ -355,7 +355,7 @@ Attention CudaModelOps::attention_kind(const AttentionGeometry &g) {
   if (!(g == AttentionGeometry{c_.n_heads, c_.n_kv_heads, c_.head_dim, c_.head_dim, false}))
     fail(VT_ERR_UNSUPPORTED_ARCH, c_.architecture + "'s attention (" + std::to_string(g.rotary_dims) + " of " +
                                       std::to_string(g.head_dim) + " dims rotated" + (g.output_gate ? ", gated" : "") +
-                                      ") is not on the CUDA backend yet: load it with device 'cpu'");
+                                      ") is one the CUDA backend does not run yet: load it with device 'cpu'");
   return Attention(0);
 }
 
