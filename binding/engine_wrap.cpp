@@ -240,6 +240,7 @@ Napi::Value EngineWrap::memory(const Napi::CallbackInfo &info) {
   o.Set("hostPinnedBytes", double(m.host_pinned_bytes));
   o.Set("stateSlotBytes", double(m.state_slot_bytes));
   o.Set("weightSkippedBytes", double(m.weight_skipped_bytes));
+  o.Set("weightSkippedResidentBytes", double(m.weight_skipped_resident_bytes));
   o.Set("gpuDevice", m.gpu_device);
   o.Set("gpuTotalBytes", double(m.gpu_total_bytes));
   o.Set("gpuFreeBytes", double(m.gpu_free_bytes));

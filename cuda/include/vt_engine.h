@@ -285,6 +285,8 @@ typedef struct vt_memory_report {
   /* Tensors in the checkpoint the text model knowingly never reads (a vision tower, an MTP head): neither copied nor
    * uploaded, and counted in no figure above. (Appended.) */
   int64_t weight_skipped_bytes;
+  /* Of those, the bytes in memory now (whole pages only, mincore): 0 unless another process reads them. (Appended.) */
+  int64_t weight_skipped_resident_bytes;
 } vt_memory_report;
 
 /* Callable from any thread, also while the step thread runs (the JS thread asks between steps). */

@@ -45,9 +45,14 @@ std::unique_ptr<Engine> Engine::load(const std::string &dir, const vt_engine_par
   plan_memory(c, p);  // validates the params before anything big happens
   progress(0.02f, "mapping");
   e->checkpoint_ = Checkpoint::open(dir);
-  Weights w = bind_weights(c, model_entry(c).schema(c), *e->checkpoint_, [&](int done, int total) {
+  const WeightSchema schema = model_entry(c).schema(c);
+  Weights w = bind_weights(c, schema, *e->checkpoint_, [&](int done, int total) {
     progress(0.05f + (use_cuda ? 0.05f : 0.85f) * float(done) / float(total), "weights");
   });
+  // A vision tower or MTP head the language model never reads: its pages are dropped and the files read only
+  // where the model's tensors lie (memory() reports what of the skipped bytes is resident: 0 unless another
+  // process reads them).
+  if (!schema.skipped_prefixes.empty()) e->checkpoint_->skip(schema.skipped_prefixes);
   // The plan reads the GPU's free memory under the context the decoder will use: held from here, it is made once.
   std::optional<CudaDeviceHold> hold;
   if (use_cuda) hold.emplace();
@@ -181,6 +186,7 @@ vt_memory_report Engine::memory() {
   r.kv_blocks_mapped = blocks_mapped_.load();
   r.state_slot_bytes = state_slot_bytes_;
   r.weight_skipped_bytes = weight_skipped_bytes_;
+  r.weight_skipped_resident_bytes = checkpoint_ ? checkpoint_->skipped_resident_bytes() : 0;
   r.kv_blocks_used = int32_t(blocks_used_.load());
   r.kv_block_size = kv_block_size_;
   r.workspace_bytes = workspace_bytes_;

@@ -20,6 +20,7 @@ export interface LoadFlags {
   maxContext?: number;
   /** false with --no-cuda-graphs (commander sets it true otherwise). */
   cudaGraphs?: boolean;
+  languageModelOnly?: boolean;
   quiet?: boolean;
 }
 
@@ -47,6 +48,7 @@ export function addLoadOptions(cmd: Command): Command {
       checked((n) => validateLoadOptions({ maxContext: n })),
     )
     .option('--no-cuda-graphs', 'decode without CUDA graphs (the CUDA backend uses them by default)')
+    .option('--language-model-only', "a multimodal checkpoint's language model alone: its vision tower is never read")
     .option('-q, --quiet', 'print nothing on stderr but errors');
 }
 
@@ -71,6 +73,7 @@ export function loadOptionsOf(flags: LoadFlags): LoadOptions {
   if (flags.threads !== undefined) options.threads = flags.threads;
   if (flags.maxContext !== undefined) options.maxContext = flags.maxContext;
   if (flags.cudaGraphs === false) options.cudaGraphs = false;
+  if (flags.languageModelOnly) options.languageModelOnly = true;
   return options;
 }
 

@@ -136,6 +136,15 @@ export interface LoadOptions {
    */
   prefixCaching?: boolean;
   /**
+   * Load the language model alone from a multimodal checkpoint (Qwen3.5 / Qwen3.6 `ForConditionalGeneration`): its
+   * vision tower's tensors (`model.visual.*`) are never read, copied or uploaded, and the engine drops their pages,
+   * so `memory().engine.weights.skippedResidentBytes` stays 0; `memory()` and `Engine.estimate()` list their bytes
+   * as `skippedBytes`. The engine does not run images yet, so today every load is language-model-only and this
+   * option changes nothing but documents the intent; once images are supported, `false` (the default then) will
+   * load the tower too.
+   */
+  languageModelOnly?: boolean;
+  /**
    * Called on the JS thread as the load advances. Never called after the load has settled. If it throws, the
    * load is cancelled and rejects with what it threw.
    */
@@ -156,6 +165,7 @@ const KNOWN_KEYS: readonly (keyof LoadOptions)[] = [
   'activationDtype',
   'cudaGraphs',
   'prefixCaching',
+  'languageModelOnly',
   'onProgress',
   'signal',
 ];
@@ -188,6 +198,7 @@ export function validateLoadOptions(options: unknown): NativeLoadParams {
   }
   rejectUnknownKeys(o, KNOWN_KEYS, 'Engine.load');
   functionOption('onProgress', o.onProgress);
+  booleanOption('languageModelOnly', o.languageModelOnly); // (validated; every load is language-model-only today)
   signalOption('signal', o.signal);
   const maxSeqs = integerOption('maxSeqs', o.maxSeqs, 1, INT32_MAX);
   return {

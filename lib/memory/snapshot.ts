@@ -32,6 +32,7 @@ export function toEngineMemory(m: NativeMemory, device: 'cpu' | 'cuda'): EngineM
       mappedBytes: m.weightMappedBytes,
       mappedResidentBytes: m.weightMappedResidentBytes,
       skippedBytes: m.weightSkippedBytes,
+      skippedResidentBytes: m.weightSkippedResidentBytes,
     },
     kvCache: {
       bytes: m.kvCacheBytes,

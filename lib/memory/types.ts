@@ -116,6 +116,12 @@ export interface EngineMemory {
      * uploaded, and in no other figure here. 0 for a checkpoint of the text model alone.
      */
     skippedBytes: number;
+    /**
+     * Of `skippedBytes`, the bytes in memory now (`mincore`, whole pages): the engine reads the files only where the
+     * language model's tensors lie and drops the skipped ones' pages, so this stays 0 unless another process reads
+     * them.
+     */
+    skippedResidentBytes: number;
   };
   /** The paged KV cache. */
   kvCache: {

@@ -131,6 +131,7 @@ export interface NativeMemory {
   hostPinnedBytes: number; // page-locked host staging of the CUDA backend; 0 on the CPU
   stateSlotBytes: number; // of kvCacheBytes, the recurrent layers' state slots
   weightSkippedBytes: number; // tensors the text model never reads (a vision tower, an MTP head)
+  weightSkippedResidentBytes: number; // of those, in memory now (whole pages)
   gpuDevice: number; // CUDA ordinal; -1 on the CPU backend
   gpuTotalBytes: number; // -1 on the CPU backend
   gpuFreeBytes: number; // -1 on the CPU backend, or when the driver did not answer

@@ -24,6 +24,7 @@ const report: NativeMemory = {
   hostPinnedBytes: 0,
   stateSlotBytes: 0,
   weightSkippedBytes: 0,
+  weightSkippedResidentBytes: 0,
   gpuDevice: -1,
   gpuTotalBytes: -1,
   gpuFreeBytes: -1,
@@ -71,7 +72,7 @@ describe('toEngineMemory', () => {
       blocksUsed: 3,
       blockSize: 16,
     });
-    expect(m.weights).toStrictEqual({ deviceBytes: 0, hostBytes: 1280, mappedBytes: 270_976, mappedResidentBytes: 274_432, skippedBytes: 0 });
+    expect(m.weights).toStrictEqual({ deviceBytes: 0, hostBytes: 1280, mappedBytes: 270_976, mappedResidentBytes: 274_432, skippedBytes: 0, skippedResidentBytes: 0 });
     expect(m.graphs).toStrictEqual({ count: 0, bytes: 0 });
   });
 

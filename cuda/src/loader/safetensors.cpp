@@ -62,6 +62,74 @@ void MappedFile::release(size_t offset, size_t len) const {
 
 int64_t MappedFile::resident_bytes() const { return vt::resident_bytes(data_, size_); }
 
+namespace {
+// The whole pages inside [offset, offset+len): [begin, end), end <= begin when there are none.
+std::pair<size_t, size_t> inner_pages(size_t offset, size_t len) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  return {(offset + page - 1) / page * page, (offset + len) / page * page};
+}
+}  // namespace
+
+int64_t MappedFile::resident_bytes(size_t offset, size_t len) const {
+  const auto [begin, end] = inner_pages(offset, len);
+  return data_ && end > begin ? vt::resident_bytes(data_ + begin, end - begin) : 0;
+}
+
+void MappedFile::read_only(const std::vector<std::pair<size_t, size_t>> &wanted) const {
+  if (!data_) return;
+  madvise(const_cast<uint8_t *>(data_), size_, MADV_RANDOM);
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  for (const auto &[offset, len] : wanted) {
+    const size_t begin = offset / page * page, end = std::min(size_, offset + len);
+    if (end > begin) madvise(const_cast<uint8_t *>(data_) + begin, end - begin, MADV_WILLNEED);
+  }
+}
+
+void MappedFile::drop(size_t offset, size_t len) const {
+  const auto [begin, end] = inner_pages(offset, len);
+  if (!data_ || end <= begin) return;
+  madvise(const_cast<uint8_t *>(data_) + begin, end - begin, MADV_DONTNEED);
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return;  // (only advice: the pages stay reclaimable either way)
+  posix_fadvise(fd, off_t(begin), off_t(end - begin), POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+int64_t Checkpoint::skip(const std::vector<std::string> &prefixes) {
+  skipped_.clear();
+  std::vector<std::vector<std::pair<size_t, size_t>>> wanted(files_.size());
+  int64_t bytes = 0;
+  for (const auto &[name, t] : tensors_) {
+    bool skipped = false;
+    for (const std::string &p : prefixes) skipped |= name.rfind(p, 0) == 0;
+    const size_t offset = size_t(static_cast<const uint8_t *>(t.data) - files_[size_t(t.file)]->data());
+    if (skipped) skipped_.push_back(&t), bytes += int64_t(t.nbytes);
+    else wanted[size_t(t.file)].push_back({offset, t.nbytes});
+  }
+  if (skipped_.empty()) return 0;
+  // A file holding skipped tensors is dropped whole and read back only where the used ones lie: the page cache
+  // keeps large folios, which a drop of the skipped ranges alone leaves wherever one also holds a used tensor's
+  // bytes (and a tiny checkpoint's tower shares nearly all of its). Nothing has read the used tensors' data yet
+  // but the small vectors binding copied.
+  std::vector<bool> has_skipped(files_.size(), false);
+  for (const TensorInfo *t : skipped_) has_skipped[size_t(t->file)] = true;
+  for (size_t f = 0; f < files_.size(); ++f) {
+    if (!has_skipped[f]) continue;
+    files_[f]->drop(0, files_[f]->size());
+    files_[f]->read_only(wanted[f]);
+  }
+  return bytes;
+}
+
+int64_t Checkpoint::skipped_resident_bytes() const {
+  int64_t bytes = 0;
+  for (const TensorInfo *t : skipped_) {
+    const MappedFile &f = *files_[size_t(t->file)];
+    bytes += f.resident_bytes(size_t(static_cast<const uint8_t *>(t->data) - f.data()), t->nbytes);
+  }
+  return bytes;
+}
+
 void Checkpoint::add_file(const std::string &path) {
   auto file = MappedFile::open(path);
   const int file_index = int(files_.size());

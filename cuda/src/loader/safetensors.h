@@ -36,6 +36,15 @@ class MappedFile {
   void release(size_t offset, size_t len) const;
   // Bytes of the mapping resident in memory now (mincore).
   int64_t resident_bytes() const;
+  // The same over the whole pages inside [offset, offset+len).
+  int64_t resident_bytes(size_t offset, size_t len) const;
+  // Reading only some ranges of the file (a checkpoint whose vision tower the model skips): no read-around on faults
+  // (MADV_RANDOM over the mapping, which would otherwise pull neighbouring pages, the skipped ones among them, into
+  // the page cache), the wanted ranges read ahead instead (MADV_WILLNEED, clipped to them).
+  void read_only(const std::vector<std::pair<size_t, size_t>> &wanted) const;
+  // Drops the whole pages inside [offset, offset+len) from this mapping and from the page cache where they are
+  // clean (posix_fadvise DONTNEED): bytes nothing will read.
+  void drop(size_t offset, size_t len) const;
 
  private:
   MappedFile() = default;
@@ -53,10 +62,18 @@ class Checkpoint {
   const std::vector<std::unique_ptr<MappedFile>> &files() const { return files_; }
   const std::unordered_map<std::string, TensorInfo> &tensors() const { return tensors_; }
 
+  // The tensors under these name prefixes are never read (a vision tower, an MTP head: the schema's skipped
+  // prefixes): a file holding any is dropped from the page cache and read back only where the used tensors lie.
+  // Returns their bytes. skipped_resident_bytes() is what of them is in memory now (whole pages only: a page they
+  // share with a used tensor is the used tensor's).
+  int64_t skip(const std::vector<std::string> &prefixes);
+  int64_t skipped_resident_bytes() const;
+
  private:
   void add_file(const std::string &path);
   std::vector<std::unique_ptr<MappedFile>> files_;
   std::unordered_map<std::string, TensorInfo> tensors_;
+  std::vector<const TensorInfo *> skipped_;
 };
 
 }  // namespace vt
