@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Writes a random-weight Hugging Face checkpoint folder (config.json, generation_config.json, model.safetensors)
-// for a Llama / Qwen2 / Qwen3 shape. Used by the benchmarks (a Qwen3-0.6B-shaped bf16 model, 1.2 GB, never
+// for a Llama / Qwen2 / Qwen3 shape, or a Qwen3.5 / Qwen3.6 (hybrid Gated DeltaNet) text model's. Used by the benchmarks (a Qwen3-0.6B-shaped bf16 model, 1.2 GB, never
 // committed) and by tests that need a model but no reference outputs (batching, abort, bad-input variants).
 //
 //   node scripts/random-checkpoint.mjs --shape qwen3-0.6b --out bench/checkpoints/qwen3-0.6b-bf16
@@ -27,6 +27,15 @@ export const SHAPES = {
     num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 16,
     max_position_embeddings: 2048, rope_theta: 10000, rms_norm_eps: 1e-6, tie_word_embeddings: false,
   },
+  // Qwen3.5-0.8B's text model (Qwen/Qwen3.5-0.8B's config.json, text_config) as a text-only Qwen3_5ForCausalLM:
+  // three Gated DeltaNet layers then one gated attention layer, repeating.
+  'qwen3.5-0.8b': {
+    architecture: 'Qwen3_5ForCausalLM', model_type: 'qwen3_5_text', vocab_size: 248320, hidden_size: 1024,
+    intermediate_size: 3584, num_hidden_layers: 24, num_attention_heads: 8, num_key_value_heads: 2, head_dim: 256,
+    max_position_embeddings: 262144, rms_norm_eps: 1e-6, tie_word_embeddings: true, full_attention_interval: 4,
+    linear_num_key_heads: 16, linear_num_value_heads: 16, linear_key_head_dim: 128, linear_value_head_dim: 128,
+    linear_conv_kernel_dim: 4, rope_parameters: { rope_type: 'default', rope_theta: 10000000, partial_rotary_factor: 0.25 },
+  },
   'tiny-llama': {
     architecture: 'LlamaForCausalLM', vocab_size: 384, hidden_size: 64, intermediate_size: 160,
     num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 16,
@@ -41,14 +50,25 @@ export function tensorList(s) {
   const H = s.hidden_size, I = s.intermediate_size, V = s.vocab_size, D = s.head_dim;
   const q = s.num_attention_heads * D, kv = s.num_key_value_heads * D;
   const out = [['model.embed_tokens.weight', [V, H]]];
+  const hybrid = s.architecture === 'Qwen3_5ForCausalLM';
   for (let l = 0; l < s.num_hidden_layers; l++) {
     const p = `model.layers.${l}.`;
-    out.push([p + 'input_layernorm.weight', [H]], [p + 'self_attn.q_proj.weight', [q, H]],
+    if (hybrid && (l + 1) % s.full_attention_interval !== 0) {  // a Gated DeltaNet layer
+      const C = 2 * s.linear_num_key_heads * s.linear_key_head_dim + s.linear_num_value_heads * s.linear_value_head_dim;
+      const Hv = s.linear_num_value_heads, VD = Hv * s.linear_value_head_dim, a = p + 'linear_attn.';
+      out.push([p + 'input_layernorm.weight', [H]], [a + 'in_proj_qkv.weight', [C, H]], [a + 'in_proj_z.weight', [VD, H]],
+        [a + 'in_proj_b.weight', [Hv, H]], [a + 'in_proj_a.weight', [Hv, H]], [a + 'conv1d.weight', [C, 1, s.linear_conv_kernel_dim]],
+        [a + 'A_log', [Hv]], [a + 'dt_bias', [Hv]], [a + 'norm.weight', [s.linear_value_head_dim]], [a + 'out_proj.weight', [H, VD]],
+        [p + 'post_attention_layernorm.weight', [H]], [p + 'mlp.gate_proj.weight', [I, H]], [p + 'mlp.up_proj.weight', [I, H]],
+        [p + 'mlp.down_proj.weight', [H, I]]);
+      continue;
+    }
+    out.push([p + 'input_layernorm.weight', [H]], [p + 'self_attn.q_proj.weight', [hybrid ? 2 * q : q, H]],
       [p + 'self_attn.k_proj.weight', [kv, H]], [p + 'self_attn.v_proj.weight', [kv, H]],
       [p + 'self_attn.o_proj.weight', [H, q]]);
     if (s.architecture === 'Qwen2ForCausalLM')
       out.push([p + 'self_attn.q_proj.bias', [q]], [p + 'self_attn.k_proj.bias', [kv]], [p + 'self_attn.v_proj.bias', [kv]]);
-    if (s.architecture === 'Qwen3ForCausalLM')
+    if (s.architecture === 'Qwen3ForCausalLM' || hybrid)
       out.push([p + 'self_attn.q_norm.weight', [D]], [p + 'self_attn.k_norm.weight', [D]]);
     out.push([p + 'post_attention_layernorm.weight', [H]], [p + 'mlp.gate_proj.weight', [I, H]],
       [p + 'mlp.up_proj.weight', [I, H]], [p + 'mlp.down_proj.weight', [H, I]]);
@@ -91,9 +111,9 @@ export function writeRandomCheckpoint(out, shapeOrName, { dtype = 'bfloat16', se
   const [stDtype, size] = DTYPES[dtype] ?? [];
   if (!stDtype) throw new Error(`unknown dtype ${dtype}`);
   mkdirSync(out, { recursive: true });
-  const { architecture, ...cfg } = shape;
+  const { architecture, model_type, ...cfg } = shape;
   writeFileSync(join(out, 'config.json'), JSON.stringify({
-    architectures: [architecture], model_type: architecture.replace('ForCausalLM', '').toLowerCase(),
+    architectures: [architecture], model_type: model_type ?? architecture.replace('ForCausalLM', '').toLowerCase(),
     ...cfg, torch_dtype: dtype, bos_token_id: 1, eos_token_id: 2, hidden_act: 'silu',
   }, null, 2));
   writeFileSync(join(out, 'generation_config.json'), JSON.stringify({ bos_token_id: 1, eos_token_id: [2, 3] }, null, 2));
