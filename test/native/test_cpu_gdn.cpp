@@ -1,5 +1,5 @@
-// Checks the CPU Gated DeltaNet ops (backend/cpu/gated_delta.h) against float64 references written here
-// straight from the definitions (transformers' torch_recurrent_gated_delta_rule, causal_conv1d_update,
+// Checks the CPU Gated DeltaNet ops (backend/cpu/gated_delta.h) against the float64 references of gdn_reference.h
+// (written straight from the definitions: transformers' torch_recurrent_gated_delta_rule, causal_conv1d_update,
 // Qwen3_5RMSNormGated), on fresh random inputs (seed printed; VT_TEST_SEED=n replays one).
 //
 // Every batch is ragged: sequences of 1, 2, 3, 64, 65 and 130 rows side by side, some starting fresh and some
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "check.h"
+#include "gdn_reference.h"
 #include "backend/cpu/cpu_isa.h"
 #include "backend/cpu/gated_delta.h"
 #include "backend/cpu/thread_pool.h"
@@ -38,26 +39,6 @@ std::vector<float> randf(size_t n, double lo = -1, double hi = 1) {
 }
 
 std::vector<double> widen(const std::vector<float> &v) { return {v.begin(), v.end()}; }
-
-// |got - ref| <= tol · scale everywhere and nothing NaN; on failure names the worst element.
-bool close(const float *got, const double *ref, const double *scale, size_t n, double tol, std::string *why) {
-  size_t worst = 0;
-  double worst_ratio = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (std::isnan(got[i])) {
-      *why = "element " + std::to_string(i) + " is NaN (unwritten, or a fresh slot's old state was read)";
-      return false;
-    }
-    double r = std::fabs(got[i] - ref[i]) / (tol * scale[i] + 1e-30);
-    if (r > worst_ratio) worst_ratio = r, worst = i;
-  }
-  if (worst_ratio <= 1) return true;
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "element %zu: got %.9g want %.9g (err %.3g of scale %.3g, tol %.1g)", worst,
-                double(got[worst]), ref[worst], std::fabs(got[worst] - ref[worst]) / scale[worst], scale[worst], tol);
-  *why = buf;
-  return false;
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // One call's sequences and their slots.
@@ -106,73 +87,14 @@ struct States {
 };
 
 // ---------------------------------------------------------------------------------------------------------
-// Float64 references. Each updates the reference states of the sequences it runs.
+// Float64 references: gdn_reference.h's, on the reference's copies of the states (States::ref_conv, ref_rec).
 
-// out = silu(Σ_j w[c, j] · in[t - (W-1) + j, c]) over [history (W-1, C); rows]; history ← last W-1 of that.
-void ref_conv(const std::vector<double> &x, const Batch &b, int64_t C, int32_t W, const std::vector<float> &w,
-              States &st, std::vector<double> &out, std::vector<double> &scale) {
-  const int32_t hist = W - 1;
-  out.assign(x.size(), 0), scale.assign(x.size(), 0);
-  for (size_t s = 0; s + 1 < b.start.size(); ++s) {
-    const int32_t n = b.start[s + 1] - b.start[s];
-    std::vector<double> &h = st.ref_conv[size_t(b.slot[s])];
-    std::vector<double> all(h);  // (hist + n, C)
-    all.insert(all.end(), x.begin() + b.start[s] * C, x.begin() + b.start[s + 1] * C);
-    for (int32_t t = 0; t < n; ++t)
-      for (int64_t c = 0; c < C; ++c) {
-        double acc = 0, mag = 0;
-        for (int32_t j = 0; j < W; ++j) {
-          double p = w[size_t(c * W + j)] * all[size_t((t + j) * C + c)];
-          acc += p, mag += std::fabs(p);
-        }
-        size_t o = size_t((b.start[s] + t) * C + c);
-        out[o] = acc / (1 + std::exp(-acc));
-        scale[o] = mag;  // silu' lies in (-0.1, 1.1): the sum's rounding passes through at most 1.1 times
-      }
-    h.assign(all.end() - hist * C, all.end());
-  }
-}
-
-// The recurrence exactly as transformers' torch_recurrent_gated_delta_rule writes it, per value head:
-//   S ← S · exp(g);  kv_mem = Sᵀk;  delta = (v - kv_mem) · beta;  S ← S + k ⊗ delta;  o = Sᵀq
-// with q, k l2-normalised (eps 1e-6 inside the root) and q scaled by 1/sqrt(Dk), key head h / (Hv/Hk).
-// scale[o] = Σ_r |q_r S_rc|, the magnitude the output is summed from (widened below).
+// The recurrence (gdn_ref::delta_rule), with each output's scale widened for the chunked form (below).
 void ref_rule(const std::vector<double> &qkv, const std::vector<float> &g, const std::vector<float> &beta,
               const Batch &b, const GdnGeometry &geo, States &st, std::vector<double> &out,
               std::vector<double> &scale) {
-  const int32_t dk = geo.k_dim, dv = geo.v_dim, hv = geo.n_v_heads;
-  const int64_t C = geo.qkv_dim();
-  out.assign(size_t(b.rows()) * hv * dv, 0), scale.assign(out.size(), 0);
-  std::vector<double> q(static_cast<size_t>(dk)), k(static_cast<size_t>(dk)), kv(static_cast<size_t>(dv));
-  for (size_t s = 0; s + 1 < b.start.size(); ++s)
-    for (int32_t h = 0; h < hv; ++h) {
-      double *S = st.ref_rec[size_t(b.slot[s])].data() + int64_t(h) * dk * dv;
-      const int32_t kh = h / (hv / geo.n_k_heads);
-      for (int32_t t = b.start[s]; t < b.start[s + 1]; ++t) {
-        const double *row = &qkv[size_t(t * C)];
-        double qq = 0, kk = 0;
-        for (int32_t i = 0; i < dk; ++i) {
-          q[size_t(i)] = row[kh * dk + i], k[size_t(i)] = row[(geo.n_k_heads + kh) * dk + i];
-          qq += q[size_t(i)] * q[size_t(i)], kk += k[size_t(i)] * k[size_t(i)];
-        }
-        for (int32_t i = 0; i < dk; ++i) q[size_t(i)] /= std::sqrt(qq + 1e-6) * std::sqrt(double(dk));
-        for (int32_t i = 0; i < dk; ++i) k[size_t(i)] /= std::sqrt(kk + 1e-6);
-        const double *v = row + 2 * geo.n_k_heads * dk + h * dv;
-        const double decay = std::exp(double(g[size_t(t * hv + h)])), bt = beta[size_t(t * hv + h)];
-        for (int64_t i = 0; i < int64_t(dk) * dv; ++i) S[i] *= decay;
-        std::fill(kv.begin(), kv.end(), 0.0);
-        for (int32_t r = 0; r < dk; ++r)
-          for (int32_t c = 0; c < dv; ++c) kv[size_t(c)] += S[r * dv + c] * k[size_t(r)];
-        for (int32_t r = 0; r < dk; ++r)
-          for (int32_t c = 0; c < dv; ++c) S[r * dv + c] += k[size_t(r)] * (v[c] - kv[size_t(c)]) * bt;
-        for (int32_t c = 0; c < dv; ++c) {
-          double o = 0, mag = 0;
-          for (int32_t r = 0; r < dk; ++r) o += S[r * dv + c] * q[size_t(r)], mag += std::fabs(S[r * dv + c] * q[size_t(r)]);
-          out[size_t((int64_t(t) * hv + h) * dv + c)] = o;
-          scale[size_t((int64_t(t) * hv + h) * dv + c)] = mag;
-        }
-      }
-    }
+  const int32_t dv = geo.v_dim, hv = geo.n_v_heads;
+  gdn_ref::delta_rule(qkv, g, beta, b.start, b.slot, geo, st.ref_rec, out, scale);
   // The chunked form sums, for row t, terms from up to a chunk's rows back (decayed): its rounding follows the
   // largest of those rows' magnitudes, not row t's alone, which a strong decay can make tiny (the state
   // nearly reset). So each element's scale is the largest magnitude of its (head, channel) over the last
@@ -258,7 +180,7 @@ void test_conv(ThreadPool &pool, int64_t C, int32_t W) {
   std::vector<float> out(x.size(), kNaN), before = st.conv;
   causal_conv1d_silu(pool, x.data(), b.view(), C, W, w.data(), st.conv.data(), st.conv_stride, out.data());
   std::vector<double> ref, scale;
-  ref_conv(widen(x), b, C, W, w, st, ref, scale);
+  gdn_ref::conv(widen(x), C, b.start, b.slot, C, W, w, st.ref_conv, ref, scale);
   std::string why, name = "causal_conv1d_silu C=" + std::to_string(C) + " W=" + std::to_string(W) +
                           " threads=" + std::to_string(pool.size());
   bool ok = close(out.data(), ref.data(), scale.data(), out.size(), kTolPointwise, &why);
@@ -286,17 +208,9 @@ void test_gates() {
   for (auto &x : A_log) x = float(uni(std::log(0.01), std::log(16.0)));  // transformers' init range of A
   std::vector<float> beta(b.size(), kNaN), g(b.size(), kNaN);
   gdn_gates(b.data(), a.data(), T, hv, A_log.data(), dt_bias.data(), beta.data(), g.data());
-  std::vector<double> rb(b.size()), rg(b.size()), sb(b.size()), sg(b.size());
-  for (int64_t t = 0; t < T; ++t)
-    for (int32_t h = 0; h < hv; ++h) {
-      size_t i = size_t(t * hv + h);
-      // a + dt_bias is summed in fp32 as in transformers (both fp32 tensors) before softplus: for x near -30,
-      // softplus(x) ≈ exp(x) turns that one rounding (up to 1e-6 relative) into the same relative error in g.
-      double x = double(a[i] + dt_bias[size_t(h)]);
-      rb[i] = 1 / (1 + std::exp(-double(b[i])));
-      rg[i] = -std::exp(double(A_log[size_t(h)])) * std::log1p(std::exp(x));  // softplus, exactly
-      sb[i] = std::fabs(rb[i]), sg[i] = std::fabs(rg[i]);
-    }
+  std::vector<double> rb, rg, sb(b.size()), sg(b.size());
+  gdn_ref::gates(b.data(), a.data(), T, hv, A_log.data(), dt_bias.data(), rb, rg);
+  for (size_t i = 0; i < b.size(); ++i) sb[i] = std::fabs(rb[i]), sg[i] = std::fabs(rg[i]);
   std::string why;
   record(close(beta.data(), rb.data(), sb.data(), rb.size(), kTolPointwise, &why), "gdn_gates beta", why);
   record(close(g.data(), rg.data(), sg.data(), rg.size(), kTolPointwise, &why), "gdn_gates g", why);
@@ -308,18 +222,9 @@ void test_gated_rmsnorm(ThreadPool &pool) {
       const int64_t rows = 5 * 6;  // T = 5 rows of Hv = 6 heads
       const float eps = 1e-6f;
       auto x = randf(size_t(rows * dim), -3, 3), z = randf(x.size(), -6, 6), w = randf(size_t(dim), 0.2, 2);
-      std::vector<double> ref(x.size()), scale(x.size());
-      for (int64_t r = 0; r < rows; ++r) {
-        double ss = 0;
-        for (int64_t i = 0; i < dim; ++i) ss += double(x[size_t(r * dim + i)]) * x[size_t(r * dim + i)];
-        const double inv = 1 / std::sqrt(ss / double(dim) + eps);
-        for (int64_t i = 0; i < dim; ++i) {
-          const size_t e = size_t(r * dim + i);
-          const double zz = z[e];
-          ref[e] = w[size_t(i)] * (x[e] * inv) * (zz / (1 + std::exp(-zz)));
-          scale[e] = std::fabs(ref[e]);
-        }
-      }
+      std::vector<double> ref, scale(x.size());
+      gdn_ref::gated_rmsnorm(x.data(), z.data(), rows, dim, w.data(), eps, ref);
+      for (size_t e = 0; e < ref.size(); ++e) scale[e] = std::fabs(ref[e]);
       std::vector<float> out = in_place ? x : std::vector<float>(x.size(), kNaN);
       gated_rmsnorm(pool, in_place ? out.data() : x.data(), z.data(), rows, dim, w.data(), eps, out.data());
       std::string why;
@@ -454,7 +359,7 @@ void test_carried_state(ThreadPool &pool, const GdnGeometry &geo, int32_t W) {
 
   std::vector<double> qkv_ref, conv_scale, ref, scale;
   States expect = st0;  // the reference runs on its copies of the starting states
-  ref_conv(widen(x), wb, C, W, w, expect, qkv_ref, conv_scale);
+  gdn_ref::conv(widen(x), C, wb.start, wb.slot, C, W, w, expect.ref_conv, qkv_ref, conv_scale);
   ref_rule(qkv_ref, gb, beta, wb, geo, expect, ref, scale);
 
   std::string why, name = "carried state, conv + rule over 5 calls " + geo_name(geo) + " W=" + std::to_string(W) +

@@ -75,26 +75,6 @@ Weights rand_weights(DType dt, size_t n) {
 
 std::vector<float> nan_vec(size_t n) { return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()); }
 
-// |got - ref| <= tol * scale (+ a denormal floor) everywhere, and nothing left NaN.
-bool close(const float *got, const double *ref, const double *scale, size_t n, double tol, std::string *why) {
-  size_t worst = 0;
-  double worst_ratio = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (std::isnan(got[i])) {
-      *why = "element " + std::to_string(i) + " not written (NaN)";
-      return false;
-    }
-    double r = std::fabs(got[i] - ref[i]) / (tol * scale[i] + 1e-30);
-    if (r > worst_ratio) worst_ratio = r, worst = i;
-  }
-  if (worst_ratio <= 1) return true;
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "element %zu: got %.9g want %.9g (err %.3g of scale %.3g, tol %.1g)", worst,
-                double(got[worst]), ref[worst], std::fabs(got[worst] - ref[worst]) / scale[worst], scale[worst], tol);
-  *why = buf;
-  return false;
-}
-
 std::vector<Isa> isas() {
   std::vector<Isa> v;
   for (Isa i : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon})

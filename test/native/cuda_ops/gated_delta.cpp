@@ -1,7 +1,8 @@
 // CUDA op checks: the Gated DeltaNet ops (backend/cuda/gated_delta_ops.h) against the CPU ops (backend/cpu/
-// gated_delta.h, the recurrent path of the delta rule: the form the kernel computes) and against float64
-// references written here from the definitions (transformers' causal_conv1d_update, torch_recurrent_gated_delta_rule,
-// Qwen3_5RMSNormGated, as test_cpu_gdn.cpp's), in both activation types.
+// gated_delta.h, the recurrent path of the delta rule: the form the kernel computes) and against the float64
+// references of gdn_reference.h (from the definitions: transformers' causal_conv1d_update,
+// torch_recurrent_gated_delta_rule, Qwen3_5RMSNormGated; test_cpu_gdn.cpp checks against the same), in both
+// activation types.
 //
 // Batches are ragged as in test_cpu_gdn: sequences of 0, 1, 2, 3, 64, 65 and 130 rows side by side, fresh and
 // continuing, in slots neither consecutive nor ordered with room between them (slot_stride larger than a state).
@@ -15,6 +16,7 @@
 #include <cstring>
 
 #include "../cuda_check.h"
+#include "../gdn_reference.h"
 #include "backend/cpu/gated_delta.h"
 #include "backend/cuda/gated_delta_ops.h"
 
@@ -126,75 +128,7 @@ bool slots_match(const std::vector<float> &got, const Slots &st, const std::vect
 double out_rel(Act act) { return act == Act::F32 ? 1e-6 : 0x1p-8; }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Float64 references. Each updates the reference states of the sequences it runs.
-
-// out = silu(Σ_j w[c, j] · in[t - (W-1) + j, c]) over [history (W-1, C); rows]; history ← the last W-1 of that.
-// x rows ld apart. scale: Σ|terms|.
-void ref_conv(const std::vector<float> &x, int64_t ld, const GdnBatch &b, int64_t C, int32_t W,
-              const std::vector<float> &w, Slots &st, std::vector<double> &out, std::vector<double> &scale) {
-  const int32_t hist = W - 1;
-  out.assign(size_t(b.rows() * C), 0), scale.assign(out.size(), 0);
-  for (int32_t s = 0; s < b.n(); ++s) {
-    std::vector<double> &h = st.ref[size_t(b.slot[size_t(s)])];
-    std::vector<double> all(h);  // (hist + n, C)
-    for (int32_t t = b.start[size_t(s)]; t < b.start[size_t(s) + 1]; ++t)
-      all.insert(all.end(), x.begin() + t * ld, x.begin() + t * ld + C);
-    const int32_t n = b.start[size_t(s) + 1] - b.start[size_t(s)];
-    for (int32_t t = 0; t < n; ++t)
-      for (int64_t c = 0; c < C; ++c) {
-        double acc = 0, mag = 0;
-        for (int32_t j = 0; j < W; ++j) {
-          const double p = w[size_t(c * W + j)] * all[size_t((t + j) * C + c)];
-          acc += p, mag += std::fabs(p);
-        }
-        const size_t o = size_t((b.start[size_t(s)] + t) * C + c);
-        out[o] = acc / (1 + std::exp(-acc));
-        scale[o] = mag;
-      }
-    h.assign(all.end() - hist * C, all.end());
-  }
-}
-
-// The recurrence as transformers' torch_recurrent_gated_delta_rule writes it, per value head:
-//   S ← S · exp(g);  kv = Sᵀk;  delta = (v - kv) · beta;  S ← S + k ⊗ delta;  o = Sᵀq
-// q, k l2-normalised (eps 1e-6 inside the root), q scaled by 1/sqrt(Dk), key head h / (Hv/Hk). scale: Σ_r |q_r S_rc|.
-void ref_rule(const std::vector<float> &qkv, const std::vector<float> &g, const std::vector<float> &beta,
-              const GdnBatch &b, const GdnGeometry &geo, Slots &st, std::vector<double> &out,
-              std::vector<double> &scale) {
-  const int32_t dk = geo.k_dim, dv = geo.v_dim, hv = geo.n_v_heads;
-  const int64_t C = geo.qkv_dim();
-  out.assign(size_t(b.rows()) * hv * dv, 0), scale.assign(out.size(), 0);
-  std::vector<double> q(static_cast<size_t>(dk)), k(static_cast<size_t>(dk)), kv(static_cast<size_t>(dv));
-  for (int32_t s = 0; s < b.n(); ++s)
-    for (int32_t h = 0; h < hv; ++h) {
-      double *S = st.ref[size_t(b.slot[size_t(s)])].data() + int64_t(h) * dk * dv;
-      const int32_t kh = h / (hv / geo.n_k_heads);
-      for (int32_t t = b.start[size_t(s)]; t < b.start[size_t(s) + 1]; ++t) {
-        const float *row = &qkv[size_t(t * C)];
-        double qq = 0, kk = 0;
-        for (int32_t i = 0; i < dk; ++i) {
-          q[size_t(i)] = row[kh * dk + i], k[size_t(i)] = row[(geo.n_k_heads + kh) * dk + i];
-          qq += q[size_t(i)] * q[size_t(i)], kk += k[size_t(i)] * k[size_t(i)];
-        }
-        for (int32_t i = 0; i < dk; ++i) q[size_t(i)] /= std::sqrt(qq + 1e-6) * std::sqrt(double(dk));
-        for (int32_t i = 0; i < dk; ++i) k[size_t(i)] /= std::sqrt(kk + 1e-6);
-        const float *v = row + 2 * geo.n_k_heads * dk + h * dv;
-        const double decay = std::exp(double(g[size_t(t * hv + h)])), bt = beta[size_t(t * hv + h)];
-        for (int64_t i = 0; i < int64_t(dk) * dv; ++i) S[i] *= decay;
-        std::fill(kv.begin(), kv.end(), 0.0);
-        for (int32_t r = 0; r < dk; ++r)
-          for (int32_t c = 0; c < dv; ++c) kv[size_t(c)] += S[r * dv + c] * k[size_t(r)];
-        for (int32_t r = 0; r < dk; ++r)
-          for (int32_t c = 0; c < dv; ++c) S[r * dv + c] += k[size_t(r)] * (v[c] - kv[size_t(c)]) * bt;
-        for (int32_t c = 0; c < dv; ++c) {
-          double o = 0, mag = 0;
-          for (int32_t r = 0; r < dk; ++r) o += S[r * dv + c] * q[size_t(r)], mag += std::fabs(S[r * dv + c] * q[size_t(r)]);
-          out[size_t((int64_t(t) * hv + h) * dv + c)] = o;
-          scale[size_t((int64_t(t) * hv + h) * dv + c)] = mag;
-        }
-      }
-    }
-}
+// Inputs. (The float64 references are gdn_reference.h's, run on Slots::ref, the reference's copies of the states.)
 
 // Rule inputs with a real layer's spread: decays from barely (g = -1e-3) to nearly a reset (g = -8) per row, beta
 // over (0, 1); q, k, v representable in the activation type.
@@ -248,13 +182,8 @@ void test_gates(Env &env, GatedDeltaOps &gops) {
                  env.stream.synchronize();
                  std::vector<float> cb(static_cast<size_t>(n)), cg(static_cast<size_t>(n));
                  cpu::gdn_gates(b.data(), a.data(), T, cs.hv, A_log.data(), dt_bias.data(), cb.data(), cg.data());
-                 std::vector<double> rb(static_cast<size_t>(n)), rg(static_cast<size_t>(n)), sb(size_t(n), 0), sg(size_t(n), 0);
-                 for (int64_t i = 0; i < n; ++i) {
-                   const int64_t h = i % hv;
-                   const double x = double(a[size_t(i)] + dt_bias[size_t(h)]);  // summed in fp32, as transformers
-                   rb[size_t(i)] = 1 / (1 + std::exp(-double(b[size_t(i)])));
-                   rg[size_t(i)] = -std::exp(double(A_log[size_t(h)])) * std::log1p(std::exp(x));
-                 }
+                 std::vector<double> rb, rg, sb(size_t(n), 0), sg(size_t(n), 0);
+                 gdn_ref::gates(b.data(), a.data(), T, cs.hv, A_log.data(), dt_bias.data(), rb, rg);
                  bool gb = false, gg = false;
                  const auto got_b = download(beta, &gb), got_g = download(g, &gg);
                  if (!close(got_b, cb, kTolGates, gb, &why)) return why = "beta vs CPU: " + why, false;
@@ -294,7 +223,7 @@ void test_conv(Env &env, GatedDeltaOps &gops, int64_t C, int32_t W, int64_t x_pa
                cpu::causal_conv1d_silu(env.pool, x.data(), b.host(), C, W, w.data(), cpu_st.data(), st.stride,
                                        cpu_out.data());
                std::vector<double> ref, scale;
-               ref_conv(xs, ld, b, C, W, w, st, ref, scale);
+               gdn_ref::conv(xs, ld, b.start, b.slot, C, W, w, st.ref, ref, scale);
 
                bool guard = false;
                const auto got = download(out, &guard);
@@ -331,7 +260,7 @@ void test_rule(Env &env, GatedDeltaOps &gops, const GdnGeometry &geo) {
     cpu::gated_delta_rule(env.pool, in.qkv.data(), in.g.data(), in.beta.data(), b.host(), geo, cpu_st.data(),
                           st.stride, cpu_out.data(), cpu::DeltaRulePath::Recurrent);
     std::vector<double> ref, scale;
-    ref_rule(in.qkv, in.g, in.beta, b, geo, st, ref, scale);
+    gdn_ref::delta_rule(in.qkv, in.g, in.beta, b.start, b.slot, geo, st.ref, ref, scale);
 
     bool guard = false;
     const auto got = download(out, &guard);
@@ -371,16 +300,8 @@ void test_rmsnorm(Env &env, GatedDeltaOps &gops) {
                    env.stream.synchronize();
                    std::vector<float> cpu_out(x.size());
                    cpu::gated_rmsnorm(env.pool, x.data(), z.data(), rows, dim, w.data(), eps, cpu_out.data());
-                   std::vector<double> ref(x.size()), scale(x.size(), 0);
-                   for (int64_t r = 0; r < rows; ++r) {
-                     double ss = 0;
-                     for (int64_t i = 0; i < dim; ++i) ss += double(x[size_t(r * dim + i)]) * x[size_t(r * dim + i)];
-                     const double inv = 1 / std::sqrt(ss / double(dim) + eps);
-                     for (int64_t i = 0; i < dim; ++i) {
-                       const size_t e = size_t(r * dim + i);
-                       ref[e] = w[size_t(i)] * (x[e] * inv) * (z[e] / (1 + std::exp(-double(z[e]))));
-                     }
-                   }
+                   std::vector<double> ref, scale(x.size(), 0);
+                   gdn_ref::gated_rmsnorm(x.data(), z.data(), rows, dim, w.data(), eps, ref);
                    bool guard = false;
                    const auto got = download(variant == 1 ? dx : out, &guard);
                    if (!close(got, cpu_out, tol_for(act), guard, &why)) return why = "vs CPU: " + why, false;
