@@ -3,33 +3,20 @@
 // memory after a load and a generation (the mapping's resident pages, mincore, as memory() reports them), its bytes
 // are listed as skipped by memory() and Engine.estimate() (the reference: the safetensors headers), and the tokens
 // are transformers' with and without `languageModelOnly`.
-import { closeSync, fsyncSync, openSync, readdirSync, readSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { Engine } from '../../lib/index.js';
-import { copyCheckpoint, removeTempDirs } from '../helpers/checkpoints.js';
+import { copyCheckpoint, headerTensors, removeTempDirs } from '../helpers/checkpoints.js';
 import { decisiveSteps, fixtureDir, listFixtures, readReference } from '../helpers/fixtures.js';
 
 /** Bytes of the tensors under model.visual. in a folder's safetensors headers. */
 function towerBytes(dir: string): number {
-  let sum = 0;
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.safetensors'))) {
-    const fd = openSync(join(dir, file), 'r');
-    try {
-      const len = Buffer.alloc(8);
-      readSync(fd, len, 0, 8, 0);
-      const header = Buffer.alloc(Number(len.readBigUInt64LE()));
-      readSync(fd, header, 0, header.length, 8);
-      const tensors = JSON.parse(header.toString('utf8')) as Record<string, { data_offsets?: [number, number] }>;
-      for (const [name, t] of Object.entries(tensors))
-        if (name.startsWith('model.visual.') && t.data_offsets) sum += t.data_offsets[1] - t.data_offsets[0];
-    } finally {
-      closeSync(fd);
-    }
-  }
-  return sum;
+  return headerTensors(dir)
+    .filter((t) => t.name.startsWith('model.visual.'))
+    .reduce((sum, t) => sum + t.bytes, 0);
 }
 
 const withTower = listFixtures().filter((n) => towerBytes(fixtureDir(n)) > 0);

@@ -8,12 +8,12 @@
 // exactly maxContext tokens, and the run is one prompt of maxContext - 1 tokens plus one new token, so the run
 // writes all of it; a second case keeps the default pool (4096 tokens) and fills it with concurrent decodes.
 // The 0.6B shape, with a procfs PSS cross-check, is test/golden/memory-0.6b.test.ts.
-import { closeSync, openSync, readFileSync, readSync, readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { DEFAULT_MODEL_DIR, DisposedError, Engine, InvalidOptionError, OutOfMemoryError, type MemoryEstimate } from '../../lib/index.js';
-import { copyCheckpoint, removeTempDirs, tempDir } from '../helpers/checkpoints.js';
+import { copyCheckpoint, headerTensors, removeTempDirs, tempDir } from '../helpers/checkpoints.js';
 import { fixtureDir, listFixtures } from '../helpers/fixtures.js';
 // @ts-expect-error -- a plain .mjs script shared with the benchmarks
 import { SHAPES, writeRandomCheckpoint } from '../../scripts/random-checkpoint.mjs';
@@ -50,23 +50,10 @@ const isSkipped = (name: string): boolean => name.startsWith('model.visual.') ||
 function checkpointTensorBytes(dir: string): { used: number; skipped: number } {
   const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as { tie_word_embeddings?: boolean };
   let used = 0, skipped = 0;
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.safetensors'))) {
-    const fd = openSync(join(dir, file), 'r');
-    try {
-      const len = Buffer.alloc(8);
-      readSync(fd, len, 0, 8, 0);
-      const header = Buffer.alloc(Number(len.readBigUInt64LE()));
-      readSync(fd, header, 0, header.length, 8);
-      const tensors = JSON.parse(header.toString('utf8')) as Record<string, { data_offsets: [number, number] }>;
-      for (const [name, t] of Object.entries(tensors)) {
-        if (name === '__metadata__') continue;
-        if (name === 'lm_head.weight' && config.tie_word_embeddings) continue; // the engine uses the embedding
-        if (isSkipped(name)) skipped += t.data_offsets[1] - t.data_offsets[0];
-        else used += t.data_offsets[1] - t.data_offsets[0];
-      }
-    } finally {
-      closeSync(fd);
-    }
+  for (const t of headerTensors(dir)) {
+    if (t.name === 'lm_head.weight' && config.tie_word_embeddings) continue; // the engine uses the embedding
+    if (isSkipped(t.name)) skipped += t.bytes;
+    else used += t.bytes;
   }
   return { used, skipped };
 }
