@@ -120,5 +120,17 @@ function validateMessages(messages: unknown): asserts messages is ChatMessage[] 
     if (content !== undefined && content !== null && typeof content !== 'string' && !Array.isArray(content)) {
       throw new InvalidOptionError(`messages[${i}].content must be a string (or a list of parts), got ${show(content)}.`);
     }
+    // An image or video part would be rendered as its placeholder tokens and the model would answer without seeing
+    // it: refused, saying why, until the engine runs vision towers.
+    if (Array.isArray(content))
+      content.forEach((part: unknown, j) => {
+        const type = part !== null && typeof part === 'object' ? (part as { type?: unknown }).type : undefined;
+        if (typeof type === 'string' && /image|video/.test(type)) {
+          throw new InvalidOptionError(
+            `messages[${i}].content[${j}] is ${JSON.stringify(type)}: this version runs the language model alone ` +
+              `(a multimodal checkpoint's vision tower is never loaded), so it cannot see images or video; send text parts.`,
+          );
+        }
+      });
   });
 }

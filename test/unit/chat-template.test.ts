@@ -69,6 +69,15 @@ describe('chat template edge cases', () => {
     expect(() => text.applyChatTemplate([{ role: 'user', content: 'x' }], { addGenerationPrompt: 'yes' })).toThrow(/boolean/);
   });
 
+  it('refuses image and video parts (the vision tower is never loaded), naming the part', async () => {
+    const text = (await TextLayer.load(tokenizerDir('qwen3')))!;
+    for (const type of ['image', 'image_url', 'video', 'input_image']) {
+      const messages = [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type, image: 'x.png' }] }];
+      expect(() => text.applyChatTemplate(messages as never)).toThrow(InvalidOptionError);
+      expect(() => text.applyChatTemplate(messages as never)).toThrow(/content\[1\] is ".*": .*cannot see images or video/);
+    }
+  });
+
   it('the default stop ids add the tokenizer EOS and the end-of-turn token its template writes', async () => {
     const qwen = (await TextLayer.load(tokenizerDir('qwen3')))!;
     const imEnd = qwen.tokenizer.tokenId('<|im_end|>')!;
