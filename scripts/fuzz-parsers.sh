@@ -23,7 +23,7 @@ mkdir -p "$out/obj"
 # The sources each target needs (nothing else of the engine).
 declare -A target_sources=(
   [safetensors_header]="cuda/src/loader/safetensors_header.cpp cuda/src/loader/json_fields.cpp"
-  [config]="cuda/src/loader/config.cpp cuda/src/loader/config_arithmetic.cpp cuda/src/loader/json_fields.cpp cuda/src/loader/json_file.cpp cuda/src/models/registry.cpp cuda/src/models/dense_model.cpp cuda/src/models/state_layout.cpp"
+  [config]="cuda/src/loader/config.cpp cuda/src/loader/config_arithmetic.cpp cuda/src/loader/json_fields.cpp cuda/src/loader/json_file.cpp cuda/src/models/registry.cpp cuda/src/models/dense_model.cpp cuda/src/models/state_layout.cpp cuda/src/models/qwen3_5_model.cpp cuda/src/models/weight_schema.cpp cuda/src/loader/weights.cpp"
 )
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then targets=(safetensors_header config); fi

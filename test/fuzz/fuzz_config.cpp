@@ -35,7 +35,9 @@ static void check_accepted(const vt::ModelConfig &c) {
   } catch (const vt::Error &) {
     __builtin_trap();
   }
-  if (inv.size() != size_t(c.head_dim / 2) || !std::isfinite(scale)) __builtin_trap();
+  // RoPE turns rotary_dims of each head (Qwen3.5: a part; the rest: all), a whole, even number the config allows.
+  if (c.rotary_dims < 2 || c.rotary_dims % 2 != 0 || c.rotary_dims > c.head_dim) __builtin_trap();
+  if (inv.size() != size_t(c.rotary_dims / 2) || !std::isfinite(scale)) __builtin_trap();
   for (float f : inv)
     if (!std::isfinite(f)) __builtin_trap();
 }
