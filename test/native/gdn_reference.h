@@ -124,4 +124,22 @@ inline void delta_rule(const std::vector<T> &qkv, const std::vector<float> &g, c
     }
 }
 
+// The carried-state test's plan, shared by the CPU and CUDA op tests: each sequence fed in pieces over five calls
+// (a prefill in two chunks, then decodes; some sequences absent from some calls). parts[k]: its rows in call k.
+struct CarriedPlan {
+  int32_t slot;
+  bool fresh;
+  std::vector<int32_t> parts;
+};
+inline const std::vector<CarriedPlan> &carried_plans() {
+  static const std::vector<CarriedPlan> plans = {
+      {6, true, {70, 60, 1, 1, 1}},   // two prefill pieces (the second not a whole chunk), three decodes
+      {2, false, {65, 0, 1, 1, 1}},   // continues an earlier sequence; sits out the second call
+      {0, true, {1, 1, 1, 2, 1}},     // one row at a time from its first (the conv history still filling)
+      {4, true, {0, 130, 0, 1, 0}},   // starts in the second call
+      {3, false, {0, 0, 3, 0, 64}},   // short then long pieces of a continuing sequence
+  };
+  return plans;
+}
+
 }  // namespace gdn_ref

@@ -298,14 +298,8 @@ void test_chunked_vs_recurrent(ThreadPool &pool, const GdnGeometry &geo, int32_t
 // fed in pieces over five calls (a prefill in two chunks, then decodes, some sequences absent from some calls)
 // gives what one call over its whole rows gives, and both match the float64 pipeline.
 void test_carried_state(ThreadPool &pool, const GdnGeometry &geo, int32_t W) {
-  struct Plan { int32_t slot; bool fresh; std::vector<int32_t> parts; };  // parts[k]: rows in call k
-  const std::vector<Plan> plans = {
-      {6, true, {70, 60, 1, 1, 1}},   // two prefill pieces (the second not a whole chunk), three decodes
-      {2, false, {65, 0, 1, 1, 1}},   // continues an earlier sequence; sits out the second call
-      {0, true, {1, 1, 1, 2, 1}},     // one row at a time from its first (the conv history still filling)
-      {4, true, {0, 130, 0, 1, 0}},   // starts in the second call
-      {3, false, {0, 0, 3, 0, 64}},   // short then long pieces of a continuing sequence
-  };
+  using Plan = gdn_ref::CarriedPlan;
+  const std::vector<Plan> &plans = gdn_ref::carried_plans();
   const size_t n_calls = plans[0].parts.size();
   const int64_t C = geo.qkv_dim(), hv = geo.n_v_heads, row_out = hv * int64_t(geo.v_dim);
   std::vector<int32_t> total(plans.size(), 0);

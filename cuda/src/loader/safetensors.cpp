@@ -52,16 +52,6 @@ MappedFile::~MappedFile() {
   if (data_) munmap(const_cast<uint8_t *>(data_), size_);
 }
 
-void MappedFile::release(size_t offset, size_t len) const {
-  if (!data_ || len == 0) return;
-  const size_t page = size_t(sysconf(_SC_PAGESIZE));
-  size_t begin = (offset + page - 1) / page * page;  // only whole pages inside the range
-  size_t end = (offset + len) / page * page;
-  if (end > begin) madvise(const_cast<uint8_t *>(data_) + begin, end - begin, MADV_DONTNEED);
-}
-
-int64_t MappedFile::resident_bytes() const { return vt::resident_bytes(data_, size_); }
-
 namespace {
 // The whole pages inside [offset, offset+len): [begin, end), end <= begin when there are none.
 std::pair<size_t, size_t> inner_pages(size_t offset, size_t len) {
@@ -69,6 +59,13 @@ std::pair<size_t, size_t> inner_pages(size_t offset, size_t len) {
   return {(offset + page - 1) / page * page, (offset + len) / page * page};
 }
 }  // namespace
+
+void MappedFile::release(size_t offset, size_t len) const {
+  const auto [begin, end] = inner_pages(offset, len);  // only whole pages inside the range
+  if (data_ && end > begin) madvise(const_cast<uint8_t *>(data_) + begin, end - begin, MADV_DONTNEED);
+}
+
+int64_t MappedFile::resident_bytes() const { return vt::resident_bytes(data_, size_); }
 
 int64_t MappedFile::resident_bytes(size_t offset, size_t len) const {
   const auto [begin, end] = inner_pages(offset, len);
@@ -88,7 +85,7 @@ void MappedFile::read_only(const std::vector<std::pair<size_t, size_t>> &wanted)
 void MappedFile::drop(size_t offset, size_t len) const {
   const auto [begin, end] = inner_pages(offset, len);
   if (!data_ || end <= begin) return;
-  madvise(const_cast<uint8_t *>(data_) + begin, end - begin, MADV_DONTNEED);
+  release(offset, len);
   const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return;  // (only advice: the pages stay reclaimable either way)
   posix_fadvise(fd, off_t(begin), off_t(end - begin), POSIX_FADV_DONTNEED);

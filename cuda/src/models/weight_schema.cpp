@@ -44,9 +44,7 @@ SchemaBuilder &SchemaBuilder::matrix(Role role, const std::string &name, int64_t
   return add({role, layer_, prefix_ + name, {rows, cols}, TensorSpec::kMatrix});
 }
 
-SchemaBuilder &SchemaBuilder::vector(Role role, const std::string &name, int64_t n) {
-  return add({role, layer_, prefix_ + name, {n}, TensorSpec::kVector});
-}
+SchemaBuilder &SchemaBuilder::vector(Role role, const std::string &name, int64_t n) { return values(role, name, {n}); }
 
 SchemaBuilder &SchemaBuilder::values(Role role, const std::string &name, std::vector<int64_t> shape) {
   return add({role, layer_, prefix_ + name, std::move(shape), TensorSpec::kVector});

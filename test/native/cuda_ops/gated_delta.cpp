@@ -319,14 +319,8 @@ void test_carried(Env &env, GatedDeltaOps &gops, const GdnGeometry &geo, int32_t
   const Act act = gops.act();
   check_case(env, fmt("gdn conv + rule over 5 calls[%s] %s W %d", cuda::act_name(act), geo_name(geo).c_str(), W),
              [&](std::string &why) {
-    struct Plan { int32_t slot; bool fresh; std::vector<int32_t> parts; };  // parts[k]: rows in call k
-    const std::vector<Plan> plans = {
-        {6, true, {70, 60, 1, 1, 1}},  // two prefill pieces (the second not a whole chunk), three decodes
-        {2, false, {65, 0, 1, 1, 1}},  // continues an earlier sequence; sits out the second call
-        {0, true, {1, 1, 1, 2, 1}},    // one row at a time from its first (the conv history still filling)
-        {4, true, {0, 130, 0, 1, 0}},  // starts in the second call
-        {3, false, {0, 0, 3, 0, 64}},  // short then long pieces of a continuing sequence
-    };
+    using Plan = gdn_ref::CarriedPlan;
+    const std::vector<Plan> &plans = gdn_ref::carried_plans();
     const int64_t C = geo.qkv_dim(), hv = geo.n_v_heads, row_out = hv * int64_t(geo.v_dim);
     std::vector<Seq> whole;
     for (const Plan &p : plans) whole.push_back({std::accumulate(p.parts.begin(), p.parts.end(), 0), p.slot, p.fresh});

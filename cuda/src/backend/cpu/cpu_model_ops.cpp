@@ -183,9 +183,8 @@ Recurrent CpuModelOps::gdn_weights(const GdnWeights &w) {
   if (!w.conv || !w.a_log || !w.dt_bias || !w.norm)
     throw std::logic_error("CpuModelOps: a Gated DeltaNet layer without its weights");
   // (a sizing instance binds shapes only: its vectors are empty)
-  if (pool_ && (int64_t(w.conv->size()) != C * w.conv_kernel || !w.a_log || !w.dt_bias || !w.norm ||
-      int64_t(w.a_log->size()) != w.geo.n_v_heads || int64_t(w.dt_bias->size()) != w.geo.n_v_heads ||
-      int64_t(w.norm->size()) != w.geo.v_dim))
+  if (pool_ && (int64_t(w.conv->size()) != C * w.conv_kernel || int64_t(w.a_log->size()) != w.geo.n_v_heads ||
+                int64_t(w.dt_bias->size()) != w.geo.n_v_heads || int64_t(w.norm->size()) != w.geo.v_dim))
     throw std::logic_error("CpuModelOps: a Gated DeltaNet layer's weights do not match its geometry");
   if (C > conv_cols_) conv_cols_ = C, reserve(conv_out_, C);
   if (w.geo.n_v_heads > gate_cols_) gate_cols_ = w.geo.n_v_heads, reserve(beta_, gate_cols_), reserve(g_, gate_cols_);
