@@ -1,5 +1,6 @@
 #include "models/qwen3_5_model.h"
 
+#include "models/registry.h"
 #include "status.h"
 
 namespace vt {
@@ -19,8 +20,9 @@ WeightSchema qwen3_5_schema(const ModelConfig &c) {
   const int64_t QD = int64_t(c.n_heads) * D, KVD = int64_t(c.n_kv_heads) * D;
   const GdnGeometry g = gdn_geometry(c);
   const int64_t C = g.qkv_dim(), VD = int64_t(g.n_v_heads) * g.v_dim;
-  // transformers nests the language model one level deeper in the ConditionalGeneration (its checkpoint names).
-  const bool nested = c.architecture.find("ConditionalGeneration") != std::string::npos;
+  // transformers nests the language model one level deeper in the ConditionalGeneration (its checkpoint names):
+  // the registry row that builds a vision tower beside it.
+  const bool nested = model_entry(c).vision_tower;
   SchemaBuilder b(nested ? "model.language_model." : "model.");
   b.body().matrix(Role::kEmbed, "embed_tokens.weight", V, H);
   for (int32_t l = 0; l < c.n_layers; ++l) {
