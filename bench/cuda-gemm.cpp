@@ -39,13 +39,16 @@ namespace {
 
 int g_reps = 30;
 
-// Median of the timed calls of fn(i), each between its own pair of events, after a warm-up; fewer repetitions for
-// long calls so one candidate costs at most ~60 ms.
+// Median over samples of `chain` calls of fn(i) back to back between one pair of events (per call), after a warm-up;
+// fewer samples for long calls so one candidate costs at most ~60 ms. A product runs in a step right after another
+// kernel, so a chain (each call a different weight copy) times what a step sees: each launch's start under the
+// previous one's tail (programmatic dependent launch), which a call timed alone between events cannot show (session
+// 20: alone our 8-row tile had looked faster than cuBLASLt's; in the step's profile it was 1.25x slower).
 template <class F>
-double median_us(Stream &s, F fn) {
+double median_us(Stream &s, F fn, int chain = 4) {
   Event a, b;
   a.record(s.get());
-  for (int i = 0; i < 3; ++i) fn(i);
+  for (int i = 0; i < 3 * chain; ++i) fn(i);
   b.record(s.get());
   b.synchronize();
   const double warm = 1e3 * Event::elapsed_ms(a, b) / 3;
@@ -53,12 +56,12 @@ double median_us(Stream &s, F fn) {
   std::vector<Event> ev(size_t(2 * reps));
   for (int i = 0; i < reps; ++i) {
     ev[size_t(2 * i)].record(s.get());
-    fn(i);
+    for (int j = 0; j < chain; ++j) fn(i * chain + j);
     ev[size_t(2 * i + 1)].record(s.get());
   }
   s.synchronize();
   std::vector<double> t(static_cast<size_t>(reps));
-  for (int i = 0; i < reps; ++i) t[size_t(i)] = 1e3 * Event::elapsed_ms(ev[size_t(2 * i)], ev[size_t(2 * i + 1)]);
+  for (int i = 0; i < reps; ++i) t[size_t(i)] = 1e3 * Event::elapsed_ms(ev[size_t(2 * i)], ev[size_t(2 * i + 1)]) / chain;
   std::nth_element(t.begin(), t.begin() + reps / 2, t.end());
   return t[size_t(reps / 2)];
 }
@@ -123,9 +126,9 @@ int main(int argc, char **argv) {
     {
       DeviceBuffer a(size_t(1) << 30), b(size_t(1) << 30);
       a.fill_bytes(s.get(), 0x5a);
-      const double us = median_us(s, [&](int) {
-        check(driver().cuMemcpyDtoDAsync(b.ptr(), a.ptr(), a.bytes(), s.get()), "cuMemcpyDtoDAsync");
-      });
+      const double us = median_us(
+          s, [&](int) { check(driver().cuMemcpyDtoDAsync(b.ptr(), a.ptr(), a.bytes(), s.get()), "cuMemcpyDtoDAsync"); },
+          1);
       copy_gbs = 2.0 * double(a.bytes()) / us * 1e-3;
     }
     const GemmTable &table = gemm_table(ctx.compute_capability(), gemm.has_wgmma());

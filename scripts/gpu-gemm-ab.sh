@@ -6,7 +6,8 @@
 #
 #   scripts/gpu-gemm-ab.sh qwen3-0.6b|qwen3-8b [--quick]
 # --quick: decode b1, b32 and prefill 2048, one round; VT_AB_BATCHES, VT_AB_PREFILL, VT_AB_ROUNDS set the points and
-# rounds otherwise. Logs and JSON in $OUT when set, else .gpu-out/ab/SHAPE.
+# rounds otherwise. VT_AB_ARMS (default "cublaslt ours") adds arms: ours-nopdl (our GEMMs launched without
+# programmatic dependent launch, VT_CUDA_GEMM_PDL=0). Logs and JSON in $OUT when set, else .gpu-out/ab/SHAPE.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -18,38 +19,47 @@ mkdir -p "$out"
 ckpt=${VT_BENCH_DIR:-/tmp/vt-bench}/$shape-bf16
 bin=$root/.gpu-out/bench_cuda_engine
 batches=${VT_AB_BATCHES:-1,8,16,32,64,128} prefill=${VT_AB_PREFILL:-512,2048,8192} rounds=${VT_AB_ROUNDS:-2}
+arms=${VT_AB_ARMS:-cublaslt ours}
 [ "${2:-}" = --quick ] && batches=1,32 prefill=2048 rounds=1
 export VT_BENCH_SHAPE=$shape VT_BENCH_COMMIT=$(cat .gpu-out/commit.txt 2>/dev/null || echo unknown)
 export VT_BENCH_GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)
 bench_checkpoint "$shape" "$ckpt" "$out/checkpoint-$shape.log" 300 || exit 1
 rc=0
 for r in $(seq 1 $rounds); do
-  for arm in cublaslt ours; do
-    if [ "$arm" = ours ]; then envs=(VT_CUDA_CUBLASLT=0); else envs=(VT_CUDA_GEMM=cublaslt); fi
+  for arm in $arms; do
+    case "$arm" in
+      ours) envs=(VT_CUDA_CUBLASLT=0) ;;
+      ours-nopdl) envs=(VT_CUDA_CUBLASLT=0 VT_CUDA_GEMM_PDL=0) ;;
+      cublaslt) envs=(VT_CUDA_GEMM=cublaslt) ;;
+      *) echo "gpu-gemm-ab: unknown arm $arm"; exit 2 ;;
+    esac
     env "${envs[@]}" timeout 240 "$bin" --model "$ckpt" --runs 2 --batches "$batches" --prefill "$prefill" --only decode,prefill \
       --json "$out/$shape-$arm-$r.json" > "$out/$shape-$arm-$r.log" 2>&1 || rc=1
     echo "$shape $arm round $r: $(grep -cE '^(decode|prefill)' "$out/$shape-$arm-$r.log") points$(grep -m1 -E 'FAIL|failed' "$out/$shape-$arm-$r.log")"
   done
 done
-python3 - "$out" "$shape" "$rounds" <<'PY'
+python3 - "$out" "$shape" "$rounds" $arms <<'PY'
 import json, sys, statistics
-out, shape, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+out, shape, rounds, arms = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 def load(arm):
     runs = []
     for r in range(1, rounds + 1):
         try: runs.append(json.load(open(f"{out}/{shape}-{arm}-{r}.json")))
         except Exception as e: print("missing", arm, r, e)
     return runs
-a, b = load("cublaslt"), load("ours")
-def med(runs, kind, key):
-    v = [r[kind][key]["tok_s"]["median"] for r in runs if kind in r and key in r[kind]]
+runs = {arm: load(arm) for arm in arms}
+base = "cublaslt" if "cublaslt" in arms else arms[0]
+def med(rs, kind, key):
+    v = [r[kind][key]["tok_s"]["median"] for r in rs if kind in r and key in r[kind]]
     return statistics.median(v) if v else float("nan")
-print(f"\n{shape}: tok/s, median over rounds of each run's median; ours = driver only (cuBLASLt never loaded)")
-print(f"{'point':<14}{'cuBLASLt':>12}{'ours':>12}{'ratio':>8}")
+print(f"\n{shape}: tok/s, median over rounds of each run's median; ours = driver only (cuBLASLt never loaded); "
+      f"ratios against {base}")
+others = [a for a in arms if a != base]
+print(f"{'point':<14}{base:>12}" + "".join(f"{a:>12}{'ratio':>8}" for a in others))
 for kind in ("decode", "prefill"):
-    keys = sorted({k for r in a + b for k in r.get(kind, {})}, key=int)
+    keys = sorted({k for rs in runs.values() for r in rs for k in r.get(kind, {})}, key=int)
     for k in keys:
-        x, y = med(a, kind, k), med(b, kind, k)
-        print(f"{kind+' '+k:<14}{x:>12.1f}{y:>12.1f}{y/x:>8.3f}")
+        x = med(runs[base], kind, k)
+        print(f"{kind+' '+k:<14}{x:>12.1f}" + "".join(f"{med(runs[a], kind, k):>12.1f}{med(runs[a], kind, k)/x:>8.3f}" for a in others))
 PY
 exit $rc

@@ -40,7 +40,7 @@ bool flag(const char *name, bool dflt) {
 // The variables the engine reads; any other VT_CUDA_* / VT_CPU_* is named once (mostly the null controls of
 // settled A/B tests, deleted with their figures kept in bench/RESULTS.md).
 constexpr const char *kKnown[] = {"VT_CUDA_CUBLASLT", "VT_CUDA_GEMM", "VT_CUDA_SAMPLE",  "VT_CUDA_PENALTIES", "VT_CUDA_ATTN",
-                                  "VT_CUDA_SUBLAYER_F32", "VT_CUDA_SPLIT_KEYS", "VT_CUDA_SKIP",  "VT_CUDA_REPLAY", "VT_CUDA_GEMM_SHAPES",
+                                  "VT_CUDA_SUBLAYER_F32", "VT_CUDA_SPLIT_KEYS", "VT_CUDA_SKIP",  "VT_CUDA_REPLAY", "VT_CUDA_GEMM_SHAPES", "VT_CUDA_GEMM_PDL",
                                   "VT_CPU_ISA",      "VT_CPU_SPIN_US",    "VT_CPU_KC"};
 
 void name_unknown_switches() {
@@ -109,6 +109,7 @@ Tuning tuning_from_env() {
   if (const char *v = experiment("VT_CUDA_SKIP")) c.skip = parse_skip(v);
   if (const char *v = experiment("VT_CUDA_REPLAY")) c.replays = std::clamp(std::atoi(v), 1, 16);
   if (const char *v = experiment("VT_CUDA_GEMM_SHAPES"); v && *v) c.gemm_shapes = v;
+  if (const char *v = experiment("VT_CUDA_GEMM_PDL")) c.gemm_pdl = std::strcmp(v, "0") != 0;
 
   if (!c.cublaslt) say_once("VT_CUDA_CUBLASLT=0: cuBLASLt is never loaded");
   if (!c.gemm.empty()) say_once("VT_CUDA_GEMM=cublaslt: cuBLASLt serves the products it can take (the A/B baseline)");
@@ -118,6 +119,7 @@ Tuning tuning_from_env() {
   if (!c.attention.empty()) say_once("VT_CUDA_ATTN=" + c.attention + " (debugging)");
   if (c.ops.split_keys != 64) say_once("VT_CUDA_SPLIT_KEYS: decode attention splits of at least " + std::to_string(c.ops.split_keys) + " keys");
   if (c.skip) say_once("VT_CUDA_SKIP leaves launches out of every layer: for timing only, the results are wrong");
+  if (!c.gemm_pdl) say_once("VT_CUDA_GEMM_PDL=0: our GEMMs launched without programmatic dependent launch (timing)");
   if (c.replays > 1) say_once("VT_CUDA_REPLAY=" + std::to_string(c.replays) + " runs each captured decode step " + std::to_string(c.replays) + " times: for timing only");
   name_unknown_switches();
   return t;

@@ -66,15 +66,18 @@ class Context {
     check(driver().cuLaunchKernelEx(&cfg, f, params, nullptr), "cuLaunchKernelEx");
   }
   // launch() in thread-block clusters of (cluster_x, 1, 1) blocks (sm_90+; grid.x a multiple of cluster_x), the
-  // cluster's shape given at launch rather than compiled into the kernel.
+  // cluster's shape given at launch rather than compiled into the kernel; with `pdl`, as launch_pdl (same rule).
   template <class... Args>
   void launch_cluster(CUfunction f, Dim3 grid, unsigned cluster_x, Dim3 block, unsigned shared_bytes, CUstream stream,
-                      const Args &...args) const {
+                      bool pdl, const Args &...args) const {
     void *params[] = {const_cast<void *>(static_cast<const void *>(&args))..., nullptr};
-    CUlaunchAttribute attr{};
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim = {cluster_x, 1, 1};
-    const CUlaunchConfig cfg{grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream, &attr, 1};
+    CUlaunchAttribute attr[2]{};
+    attr[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr[0].value.clusterDim = {cluster_x, 1, 1};
+    attr[1].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr[1].value.programmaticStreamSerializationAllowed = 1;
+    const CUlaunchConfig cfg{grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream, attr,
+                             pdl && pdl_ ? 2u : 1u};
     check(driver().cuLaunchKernelEx(&cfg, f, params, nullptr), "cuLaunchKernelEx(cluster)");
   }
   bool pdl() const { return pdl_; }

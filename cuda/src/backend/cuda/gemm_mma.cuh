@@ -194,12 +194,17 @@ __device__ __forceinline__ void gemm_mma(const bf16 *__restrict__ x, const bf16 
 
   auto stage_x = [&](int s) { return smem + uint32_t(s * C::kStageElems) * 2; };
   auto stage_w = [&](int s) { return smem + uint32_t(s * C::kStageElems + C::BM * C::LD) * 2; };
+  // Under programmatic dependent launch the first stages' weight slices are in flight before the wait (no kernel
+  // of a step writes weights), so they stream in under the previous kernel's tail; x, the workspace and y only
+  // after it. (The first commit group holds them all, so the first wait covers every early slice.)
+  pdl_trigger();
+#pragma unroll
+  for (int s = 0; s < C::ST - 1; ++s)
+    if (s < nkb) load_w_tile<C, kSwiGLU>(stage_w(s), w, N, K, n0, (kb0 + s) * C::BK);
+  pdl_wait();
 #pragma unroll
   for (int s = 0; s < C::ST - 1; ++s) {
-    if (s < nkb) {
-      load_x_tile<C>(stage_x(s), x, M, K, m0, (kb0 + s) * C::BK);
-      load_w_tile<C, kSwiGLU>(stage_w(s), w, N, K, n0, (kb0 + s) * C::BK);
-    }
+    if (s < nkb) load_x_tile<C>(stage_x(s), x, M, K, m0, (kb0 + s) * C::BK);
     cp_async_commit();
   }
   for (int i = 0; i < nkb; ++i) {

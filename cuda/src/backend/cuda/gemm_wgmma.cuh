@@ -206,6 +206,7 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
   auto a_stage = [&](int s) { return base + uint32_t(s * C::kABytes); };
   auto b_stage = [&](int s) { return base + uint32_t(C::ST * C::kABytes + s * C::kBBytes); };
 
+  pdl_trigger();
   if (threadIdx.x == 0) {
     for (int s = 0; s < C::ST; ++s) mbar_init(full0 + 8 * s, 1), mbar_init(empty0 + 8 * s, (C::kPingpong ? 1 : C::kConsumers) * 4);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -217,6 +218,28 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
     if (threadIdx.x == 0) {
       asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&ta)) : "memory");
       asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&tb)) : "memory");
+      auto load_b = [&](int s, int kb, int col0) {
+        const uint32_t full = full0 + 8 * s;
+        if constexpr (kSwiGLU) {
+          tma_load_2d(b_stage(s), &tb, full, kb * C::BK, col0);
+          tma_load_2d(b_stage(s) + C::kBBytes / 2, &tb, full, kb * C::BK, N / 2 + col0);
+        } else {
+          tma_load_2d(b_stage(s), &tb, full, kb * C::BK, col0);
+        }
+      };
+      // Under programmatic dependent launch the first work item's first ST weight slices are requested before the
+      // wait (weights are no kernel's output), each stage expecting its whole bytes, so its x slice completes it
+      // after the wait: they stream in under the previous kernel's tail.
+      int early = 0;
+      if (blockIdx.x < n_work) {
+        const int z = blockIdx.x % splits, col0 = (blockIdx.x / splits / tiles_m) * tile_n;
+        early = max(0, min(C::ST, min(kb_all, (z + 1) * kb_per) - z * kb_per));
+        for (int s = 0; s < early; ++s) {
+          mbar_expect_tx(full0 + 8 * s, C::kStageBytes);
+          load_b(s, z * kb_per + s, col0);
+        }
+      }
+      pdl_wait();
       int it = 0;
       for (int work = blockIdx.x; work < n_work; work += gridDim.x) {
         const int tile = work / splits, z = work % splits;
@@ -225,15 +248,12 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
         for (int kb = z * kb_per; kb < kb1; ++kb, ++it) {
           const int s = it % C::ST;
           const uint32_t full = full0 + 8 * s;
-          mbar_wait(empty0 + 8 * s, ((it / C::ST) & 1) ^ 1);
-          mbar_expect_tx(full, C::kStageBytes);
-          tma_load_2d(a_stage(s), &ta, full, kb * C::BK, row0);
-          if constexpr (kSwiGLU) {
-            tma_load_2d(b_stage(s), &tb, full, kb * C::BK, col0);
-            tma_load_2d(b_stage(s) + C::kBBytes / 2, &tb, full, kb * C::BK, N / 2 + col0);
-          } else {
-            tma_load_2d(b_stage(s), &tb, full, kb * C::BK, col0);
+          if (it >= early) {  // (the early stages are expecting their bytes and hold their weight slice)
+            mbar_wait(empty0 + 8 * s, ((it / C::ST) & 1) ^ 1);
+            mbar_expect_tx(full, C::kStageBytes);
+            load_b(s, kb, col0);
           }
+          tma_load_2d(a_stage(s), &ta, full, kb * C::BK, row0);
         }
       }
     }
@@ -242,6 +262,7 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
     return;
   }
   if constexpr (C::kConsumers == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+  pdl_wait();  // (before the workspace, the tickets and y; what they multiply is in shared memory)
   const int c = wg - 1, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int ct = C::kPingpong ? threadIdx.x % 128 : threadIdx.x - 128;  // among the threads holding a tile's sums
   const int ls = C::kPingpong ? c : 0;

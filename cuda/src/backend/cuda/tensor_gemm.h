@@ -48,8 +48,10 @@ class TensorGemm {
   static constexpr int64_t kWorkspaceBytes = int64_t(kSplitBytes) + kTickets * 4;
 
   // Looks up the kernels (none missing: a build without them has available() false and reason() says why), raises
-  // their shared-memory limits, allocates and zeroes the split-K workspace on `stream`.
-  TensorGemm(Context &ctx, CUstream stream);
+  // their shared-memory limits, allocates and zeroes the split-K workspace on `stream`. pdl: launch them with
+  // programmatic dependent launch where the context has it (each kernel's first weight slices then load under the
+  // previous kernel's tail; false only for the A/B, CudaTuning::gemm_pdl).
+  TensorGemm(Context &ctx, CUstream stream, bool pdl = true);
   bool available() const { return available_; }
   const std::string &reason() const { return reason_; }
   bool has_wgmma() const { return has_wgmma_; }  // compute capability 9.0 with the sm_90a kernels
@@ -73,7 +75,14 @@ class TensorGemm {
            Out out, Choice choice);
 
  private:
+  template <class... Args>
+  void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, CUstream s, const Args &...args) const {
+    if (pdl_) ctx_.launch_pdl(f, grid, block, smem, s, args...);
+    else ctx_.launch(f, grid, block, smem, s, args...);
+  }
+
   Context &ctx_;
+  bool pdl_ = true;
   bool available_ = false, has_wgmma_ = false;
   std::string reason_;
   CUfunction fn_[kTileCount][3] = {};  // [tile][Out]
