@@ -109,7 +109,10 @@ Tuning tuning_from_env() {
   if (const char *v = experiment("VT_CUDA_SKIP")) c.skip = parse_skip(v);
   if (const char *v = experiment("VT_CUDA_REPLAY")) c.replays = std::clamp(std::atoi(v), 1, 16);
   if (const char *v = experiment("VT_CUDA_GEMM_SHAPES"); v && *v) c.gemm_shapes = v;
-  if (const char *v = experiment("VT_CUDA_GEMM_PDL")) c.gemm_pdl = std::strcmp(v, "0") != 0;
+  if (const char *v = experiment("VT_CUDA_GEMM_PDL")) {
+    c.gemm_pdl_mma = std::strcmp(v, "0") != 0;
+    c.gemm_pdl_wgmma = c.gemm_pdl_mma && std::strcmp(v, "mma") != 0;
+  }
 
   if (!c.cublaslt) say_once("VT_CUDA_CUBLASLT=0: cuBLASLt is never loaded");
   if (!c.gemm.empty()) say_once("VT_CUDA_GEMM=cublaslt: cuBLASLt serves the products it can take (the A/B baseline)");
@@ -119,7 +122,7 @@ Tuning tuning_from_env() {
   if (!c.attention.empty()) say_once("VT_CUDA_ATTN=" + c.attention + " (debugging)");
   if (c.ops.split_keys != 64) say_once("VT_CUDA_SPLIT_KEYS: decode attention splits of at least " + std::to_string(c.ops.split_keys) + " keys");
   if (c.skip) say_once("VT_CUDA_SKIP leaves launches out of every layer: for timing only, the results are wrong");
-  if (!c.gemm_pdl) say_once("VT_CUDA_GEMM_PDL=0: our GEMMs launched without programmatic dependent launch (timing)");
+  if (!c.gemm_pdl_wgmma) say_once(std::string("VT_CUDA_GEMM_PDL: ") + (c.gemm_pdl_mma ? "only the mma.sync GEMMs" : "none of our GEMMs") + " launched with programmatic dependent launch (timing)");
   if (c.replays > 1) say_once("VT_CUDA_REPLAY=" + std::to_string(c.replays) + " runs each captured decode step " + std::to_string(c.replays) + " times: for timing only");
   name_unknown_switches();
   return t;

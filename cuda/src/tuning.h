@@ -46,9 +46,9 @@ struct CudaTuning {
   // VT_CUDA_GEMM_SHAPES=FILE (experiments builds): the GEMM table's Hopper shapes from bench_cuda_gemm's printed
   // entries in FILE (gemm_table.h's gemm_shapes_override), so one device call measures and times the engine on them
   std::string gemm_shapes;
-  // VT_CUDA_GEMM_PDL=0 (experiments builds): our tensor-core GEMMs launched without programmatic dependent launch
-  // (their early weight loads off; the A/B of session 21)
-  bool gemm_pdl = true;
+  // VT_CUDA_GEMM_PDL=0 | mma (experiments builds): our tensor-core GEMMs launched without programmatic dependent
+  // launch (their early weight loads off), or only the mma.sync tiles with it (the A/B of session 21)
+  bool gemm_pdl_mma = true, gemm_pdl_wgmma = true;
 };
 
 struct Tuning {

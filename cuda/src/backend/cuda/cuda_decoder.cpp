@@ -119,7 +119,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   const bool penalties_on_device = processors_on_device(c_, t);
   if (!t.gemm_shapes.empty()) cuda::gemm_shapes_override(t.gemm_shapes);  // (experiments builds only)
   if (p.act == cuda::Act::BF16) {  // our tensor-core GEMMs; cuBLASLt only as the A/B's baseline or without them
-    gemm_ = std::make_unique<cuda::TensorGemm>(*ctx_, stream_->get(), t.gemm_pdl);
+    gemm_ = std::make_unique<cuda::TensorGemm>(*ctx_, stream_->get(), t.gemm_pdl_mma, t.gemm_pdl_wgmma);
     if (!gemm_->available()) gemm_.reset();
   }
   if (p.act == cuda::Act::BF16 && t.cublaslt && (!gemm_ || t.gemm == "cublaslt")) {

@@ -50,7 +50,8 @@ int TensorGemm::tile_index(const std::string &name) {
   return -1;
 }
 
-TensorGemm::TensorGemm(Context &ctx, CUstream stream, bool pdl) : ctx_(ctx), pdl_(pdl) {
+TensorGemm::TensorGemm(Context &ctx, CUstream stream, bool pdl_mma, bool pdl_wgmma)
+    : ctx_(ctx), pdl_mma_(pdl_mma), pdl_wgmma_(pdl_wgmma) {
   const Driver &d = driver();
   int smem_optin = 0;
   check(d.cuDeviceGetAttribute(&smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx.device()),
@@ -163,16 +164,16 @@ void TensorGemm::run(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdevicept
     const CUtensorMap tb = tensor_map(w, N, K, unsigned(tile_n));
     if (t.cluster && splits > 1) {  // a block per (tile, split), a tile's splits one cluster
       const unsigned grid = unsigned(int64_t(tiles_n) * tiles_m * splits);
-      ctx_.launch_cluster(f, {grid}, unsigned(splits), {unsigned(t.threads)}, unsigned(t.smem_bytes), s, pdl_, ta, tb,
+      ctx_.launch_cluster(f, {grid}, unsigned(splits), {unsigned(t.threads)}, unsigned(t.smem_bytes), s, pdl_wgmma_, ta, tb,
                           bias, y, m, n, k, splits, ws, tickets);
       return;
     }
     const unsigned grid = unsigned(std::min<int64_t>(int64_t(tiles_n) * tiles_m * splits, ctx_.sm_count()));
-    launch(f, {grid}, {unsigned(t.threads)}, unsigned(t.smem_bytes), s, ta, tb, bias, y, m, n, k, splits, ws, tickets);
+    launch(pdl_wgmma_, f, {grid}, {unsigned(t.threads)}, unsigned(t.smem_bytes), s, ta, tb, bias, y, m, n, k, splits, ws, tickets);
     return;
   }
-  launch(f, {tiles_n, tiles_m, unsigned(splits)}, {unsigned(t.threads)}, unsigned(t.smem_bytes), s, x, w, bias, y, m,
-         n, k, ws, tickets);
+  launch(pdl_mma_, f, {tiles_n, tiles_m, unsigned(splits)}, {unsigned(t.threads)}, unsigned(t.smem_bytes), s, x, w, bias,
+         y, m, n, k, ws, tickets);
 }
 
 }  // namespace vt::cuda

@@ -50,8 +50,8 @@ class TensorGemm {
   // Looks up the kernels (none missing: a build without them has available() false and reason() says why), raises
   // their shared-memory limits, allocates and zeroes the split-K workspace on `stream`. pdl: launch them with
   // programmatic dependent launch where the context has it (each kernel's first weight slices then load under the
-  // previous kernel's tail; false only for the A/B, CudaTuning::gemm_pdl).
-  TensorGemm(Context &ctx, CUstream stream, bool pdl = true);
+  // previous kernel's tail; false only for the A/B, CudaTuning::gemm_pdl_*), for the mma.sync and the wgmma tiles.
+  TensorGemm(Context &ctx, CUstream stream, bool pdl_mma = true, bool pdl_wgmma = true);
   bool available() const { return available_; }
   const std::string &reason() const { return reason_; }
   bool has_wgmma() const { return has_wgmma_; }  // compute capability 9.0 with the sm_90a kernels
@@ -76,13 +76,13 @@ class TensorGemm {
 
  private:
   template <class... Args>
-  void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned smem, CUstream s, const Args &...args) const {
-    if (pdl_) ctx_.launch_pdl(f, grid, block, smem, s, args...);
+  void launch(bool pdl, CUfunction f, Dim3 grid, Dim3 block, unsigned smem, CUstream s, const Args &...args) const {
+    if (pdl) ctx_.launch_pdl(f, grid, block, smem, s, args...);
     else ctx_.launch(f, grid, block, smem, s, args...);
   }
 
   Context &ctx_;
-  bool pdl_ = true;
+  bool pdl_mma_ = true, pdl_wgmma_ = true;
   bool available_ = false, has_wgmma_ = false;
   std::string reason_;
   CUfunction fn_[kTileCount][3] = {};  // [tile][Out]
