@@ -7,7 +7,8 @@
 #   scripts/gpu-gemm-ab.sh qwen3-0.6b|qwen3-8b [--quick]
 # --quick: decode b1, b32 and prefill 2048, one round; VT_AB_BATCHES, VT_AB_PREFILL, VT_AB_ROUNDS set the points and
 # rounds otherwise. VT_AB_ARMS (default "cublaslt ours") adds arms: ours-nopdl (our GEMMs launched without
-# programmatic dependent launch, VT_CUDA_GEMM_PDL=0), ours-pdlmma (only the mma.sync tiles with it). Logs and JSON in $OUT when set, else .gpu-out/ab/SHAPE.
+# programmatic dependent launch, VT_CUDA_GEMM_PDL=0), ours-pdlmma (only the mma.sync tiles with it),
+# ours-alt (our GEMMs on the table in VT_AB_ALT_SHAPES, an experiments build's VT_CUDA_GEMM_SHAPES file). Logs and JSON in $OUT when set, else .gpu-out/ab/SHAPE.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -31,6 +32,7 @@ for r in $(seq 1 $rounds); do
       ours) envs=(VT_CUDA_CUBLASLT=0) ;;
       ours-nopdl) envs=(VT_CUDA_CUBLASLT=0 VT_CUDA_GEMM_PDL=0) ;;
       ours-pdlmma) envs=(VT_CUDA_CUBLASLT=0 VT_CUDA_GEMM_PDL=mma) ;;
+      ours-alt) envs=(VT_CUDA_CUBLASLT=0 "VT_CUDA_GEMM_SHAPES=${VT_AB_ALT_SHAPES:?ours-alt needs VT_AB_ALT_SHAPES}") ;;
       cublaslt) envs=(VT_CUDA_GEMM=cublaslt) ;;
       *) echo "gpu-gemm-ab: unknown arm $arm"; exit 2 ;;
     esac
