@@ -16,72 +16,74 @@ namespace vt::cuda {
 namespace {
 
 // Hopper with the sm_90a kernels (bench_cuda_gemm; bench/RESULTS.md, issue 30): per product of Qwen3-0.6B and
-// Qwen3-8B and per M, the fastest tile. 8-512 rows: H200, 2026-12-07, the kernels of this commit's parent (cluster
-// split-K and the m64n128 tiles measured: they took most of the 64-512-row products, whose tiles cannot fill the
-// GPU); 1,024-8,192 rows: H100 80GB HBM3, 2026-12-07, the kernels of 0114e11 (unchanged there since). One tile for
-// all products at a given M had cost up to 1.38x the per-product best. The GEMV keeps 1-4 rows (an H100 run of this
-// day: at 4 rows the 0.6B's products took 0.91x the tiles' time, the 8B's 1.04x; at 8 rows 1.26x / 1.34x).
+// Qwen3-8B and per M, the fastest tile. 8-256 rows: H100 80GB HBM3, 2026-12-07 (session 21), chained launches under
+// programmatic dependent launch (bench_cuda_gemm's chains of 4), except that the cluster split-K tiles the bench
+// chose for three 0.6B products (o_proj and down at 64 rows, down at 128) are replaced by the best other tile: in
+// the engine's step they lost (0.6B decode b64 0.923x -> 0.941x of cuBLASLt, b128 0.936x -> 0.953x, the same call).
+// 512 rows: H200, 2026-12-07 (session 20); 1,024-8,192 rows: H100, the kernels of 0114e11 (unchanged there since).
+// One tile for all products at a given M had cost up to 1.38x the per-product best. The GEMV keeps 1-4 rows (an H100
+// run: at 4 rows the 0.6B's products took 0.91x the tiles' time, the 8B's 1.04x; at 8 rows, chained, 1.58x / 1.53x).
 constexpr GemmShape kHopperShapes[] = {
-    {8, 4096, 1024, 0, "mma_m16n128", 1},  // 0.6B qkv
-    {8, 1024, 2048, 0, "mma_m16n128", 2},  // 0.6B o_proj
-    {8, 6144, 1024, 2, "mma_m16n128", 4},  // 0.6B gate_up
-    {8, 1024, 3072, 0, "mma_m16n128", 2},  // 0.6B down
-    {8, 151936, 1024, 1, "wgmma_pp_m64n128", 0},  // 0.6B lm_head
-    {8, 6144, 4096, 0, "mma_m16n128", 1},  // 8B qkv
-    {8, 4096, 4096, 0, "mma_m16n128", 2},  // 8B o_proj
+    {8, 4096, 1024, 0, "mma_m16n64", 0},  // 0.6B qkv
+    {8, 1024, 2048, 0, "mma_m16n64", 2},  // 0.6B o_proj
+    {8, 6144, 1024, 2, "mma_m16n64", 0},  // 0.6B gate_up
+    {8, 1024, 3072, 0, "mma_m16n64", 1},  // 0.6B down
+    {8, 151936, 1024, 1, "wgmma_m64n128", 0},  // 0.6B lm_head
+    {8, 6144, 4096, 0, "wgmma_pp_m64n128", 1},  // 8B qkv
+    {8, 4096, 4096, 0, "mma_m16n64", 2},  // 8B o_proj
     {8, 24576, 4096, 2, "wgmma_m64n256", 0},  // 8B gate_up
     {8, 4096, 12288, 0, "wgmma_pp_m64n128", 1},  // 8B down
-    {8, 151936, 4096, 1, "wgmma_pp_m64n256", 0},  // 8B lm_head
-    {16, 4096, 1024, 0, "mma_m16n128", 1},  // 0.6B qkv
-    {16, 1024, 2048, 0, "mma_m16n128", 4},  // 0.6B o_proj
-    {16, 6144, 1024, 2, "mma_m16n128", 2},  // 0.6B gate_up
-    {16, 1024, 3072, 0, "mma_m16n128", 4},  // 0.6B down
-    {16, 151936, 1024, 1, "wgmma_pp_m64n256", 0},  // 0.6B lm_head
+    {8, 151936, 4096, 1, "wgmma_pp_m64n128", 0},  // 8B lm_head
+    {16, 4096, 1024, 0, "mma_m16n64", 0},  // 0.6B qkv
+    {16, 1024, 2048, 0, "mma_m16n64", 4},  // 0.6B o_proj
+    {16, 6144, 1024, 2, "mma_m16n64", 0},  // 0.6B gate_up
+    {16, 1024, 3072, 0, "mma_m16n64", 1},  // 0.6B down
+    {16, 151936, 1024, 1, "wgmma_m64n128", 0},  // 0.6B lm_head
     {16, 6144, 4096, 0, "wgmma_pp_m64n128", 1},  // 8B qkv
-    {16, 4096, 4096, 0, "mma_m16n128", 2},  // 8B o_proj
-    {16, 24576, 4096, 2, "wgmma_m64n256", 0},  // 8B gate_up
+    {16, 4096, 4096, 0, "mma_m16n64", 2},  // 8B o_proj
+    {16, 24576, 4096, 2, "wgmma_pp_m64n128", 4},  // 8B gate_up
     {16, 4096, 12288, 0, "wgmma_pp_m64n128", 1},  // 8B down
-    {16, 151936, 4096, 1, "wgmma_pp_m64n256", 0},  // 8B lm_head
-    {32, 4096, 1024, 0, "wgmma_pp_m64n128", 0},  // 0.6B qkv
-    {32, 1024, 2048, 0, "mma_m16n128", 1},  // 0.6B o_proj
-    {32, 6144, 1024, 2, "wgmma_pp_m64n128", 0},  // 0.6B gate_up
-    {32, 1024, 3072, 0, "mma_m16n128", 1},  // 0.6B down
+    {16, 151936, 4096, 1, "wgmma_pp_m64n128", 0},  // 8B lm_head
+    {32, 4096, 1024, 0, "mma_m16n64", 0},  // 0.6B qkv
+    {32, 1024, 2048, 0, "mma_m16n64", 1},  // 0.6B o_proj
+    {32, 6144, 1024, 2, "mma_m32n64", 1},  // 0.6B gate_up
+    {32, 1024, 3072, 0, "mma_m16n64", 1},  // 0.6B down
     {32, 151936, 1024, 1, "wgmma_pp_m64n128", 0},  // 0.6B lm_head
-    {32, 6144, 4096, 0, "wgmma_m64n128", 1},  // 8B qkv
-    {32, 4096, 4096, 0, "wgmma_pp_m64n128", 1},  // 8B o_proj
-    {32, 24576, 4096, 2, "wgmma_pp_m64n128", 4},  // 8B gate_up
+    {32, 6144, 4096, 0, "wgmma_pp_m64n128", 0},  // 8B qkv
+    {32, 4096, 4096, 0, "wgmma_pp_m64n128", 0},  // 8B o_proj
+    {32, 24576, 4096, 2, "wgmma_pp_m64n128", 0},  // 8B gate_up
     {32, 4096, 12288, 0, "wgmma_pp_m64n128", 1},  // 8B down
-    {32, 151936, 4096, 1, "wgmma_m64n256", 0},  // 8B lm_head
+    {32, 151936, 4096, 1, "wgmma_m64n128", 0},  // 8B lm_head
     {64, 4096, 1024, 0, "wgmma_pp_m64n128", 0},  // 0.6B qkv
-    {64, 1024, 2048, 0, "wgmma_ck_m64n128", 1},  // 0.6B o_proj
+    {64, 1024, 2048, 0, "mma_m32n64", 1},  // 0.6B o_proj
     {64, 6144, 1024, 2, "wgmma_pp_m64n128", 0},  // 0.6B gate_up
-    {64, 1024, 3072, 0, "wgmma_ck_m64n128", 1},  // 0.6B down
+    {64, 1024, 3072, 0, "mma_m32n64", 1},  // 0.6B down
     {64, 151936, 1024, 1, "wgmma_pp_m64n128", 0},  // 0.6B lm_head
     {64, 6144, 4096, 0, "wgmma_pp_m64n128", 0},  // 8B qkv
-    {64, 4096, 4096, 0, "wgmma_pp_m64n128", 1},  // 8B o_proj
-    {64, 24576, 4096, 2, "wgmma_m64n256", 0},  // 8B gate_up
+    {64, 4096, 4096, 0, "wgmma_pp_m64n128", 0},  // 8B o_proj
+    {64, 24576, 4096, 2, "wgmma_pp_m64n128", 0},  // 8B gate_up
     {64, 4096, 12288, 0, "wgmma_pp_m64n128", 1},  // 8B down
     {64, 151936, 4096, 1, "wgmma_pp_m64n128", 0},  // 8B lm_head
     {128, 4096, 1024, 0, "wgmma_pp_m64n128", 0},  // 0.6B qkv
-    {128, 1024, 2048, 0, "wgmma_ck_m128n128", 1},  // 0.6B o_proj
+    {128, 1024, 2048, 0, "wgmma_pp_m64n128", 0},  // 0.6B o_proj
     {128, 6144, 1024, 2, "wgmma_pp_m64n128", 0},  // 0.6B gate_up
-    {128, 1024, 3072, 0, "wgmma_ck_m128n128", 1},  // 0.6B down
-    {128, 151936, 1024, 1, "wgmma_pp_m64n128", 0},  // 0.6B lm_head
+    {128, 1024, 3072, 0, "wgmma_pp_m64n128", 0},  // 0.6B down
+    {128, 151936, 1024, 1, "wgmma_pp_m128n128", 0},  // 0.6B lm_head
     {128, 6144, 4096, 0, "wgmma_pp_m64n128", 0},  // 8B qkv
-    {128, 4096, 4096, 0, "wgmma_pp_m64n128", 1},  // 8B o_proj
-    {128, 24576, 4096, 2, "wgmma_m128n256", 0},  // 8B gate_up
-    {128, 4096, 12288, 0, "wgmma_m64n128", 1},  // 8B down
+    {128, 4096, 4096, 0, "wgmma_pp_m64n128", 0},  // 8B o_proj
+    {128, 24576, 4096, 2, "wgmma_pp_m64n128", 0},  // 8B gate_up
+    {128, 4096, 12288, 0, "wgmma_pp_m64n128", 0},  // 8B down
     {128, 151936, 4096, 1, "wgmma_pp_m128n128", 0},  // 8B lm_head
     {256, 4096, 1024, 0, "wgmma_pp_m64n128", 0},  // 0.6B qkv
-    {256, 1024, 2048, 0, "wgmma_pp_m64n128", 1},  // 0.6B o_proj
+    {256, 1024, 2048, 0, "wgmma_pp_m64n128", 0},  // 0.6B o_proj
     {256, 6144, 1024, 2, "wgmma_m128n128", 0},  // 0.6B gate_up
-    {256, 1024, 3072, 0, "wgmma_pp_m64n128", 1},  // 0.6B down
-    {256, 151936, 1024, 1, "wgmma_pp_m128n128", 0},  // 0.6B lm_head
+    {256, 1024, 3072, 0, "wgmma_m64n128", 1},  // 0.6B down
+    {256, 151936, 1024, 1, "wgmma_m128n256", 0},  // 0.6B lm_head
     {256, 6144, 4096, 0, "wgmma_m128n128", 0},  // 8B qkv
     {256, 4096, 4096, 0, "wgmma_pp_m64n128", 0},  // 8B o_proj
     {256, 24576, 4096, 2, "wgmma_m128n128", 0},  // 8B gate_up
-    {256, 4096, 12288, 0, "wgmma_pp_m64n128", 0},  // 8B down
-    {256, 151936, 4096, 1, "wgmma_m128n128", 0},  // 8B lm_head
+    {256, 4096, 12288, 0, "wgmma_m128n128", 1},  // 8B down
+    {256, 151936, 4096, 1, "wgmma_m128n256", 0},  // 8B lm_head
     {512, 4096, 1024, 0, "wgmma_pp_m64n128", 0},  // 0.6B qkv
     {512, 1024, 2048, 0, "wgmma_pp_m64n128", 0},  // 0.6B o_proj
     {512, 6144, 1024, 2, "wgmma_pp_m64n128", 0},  // 0.6B gate_up
@@ -117,12 +119,10 @@ constexpr GemmShape kHopperShapes[] = {
 };
 // By rows alone (a tile missing from the image; the summary doctor prints): the tiles most entries chose.
 constexpr GemmRule kHopper[] = {
-    {64, "mma_m16n128", 1}, {512, "wgmma_m128n128", 0}, {1 << 30, "wgmma_pp_m64n256", 0},
 };
 // Every other target (sm_80 .. sm_121): the mma.sync tiles, ranked by the same run's mma figures (no such GPU was
 // measured: the H100 stands in for the ranking, not the speed).
 constexpr GemmRule kMma[] = {
-    {16, "mma_m16n128", 1}, {32, "mma_m32n128", 1}, {128, "mma_m64n128", 1}, {1 << 30, "mma_m128n128", 1},
 };
 
 const GemmTable kHopperTable{"hopper (sm_90a: wgmma + TMA, mma.sync)",

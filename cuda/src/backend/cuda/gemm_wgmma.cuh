@@ -206,7 +206,6 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
   auto a_stage = [&](int s) { return base + uint32_t(s * C::kABytes); };
   auto b_stage = [&](int s) { return base + uint32_t(C::ST * C::kABytes + s * C::kBBytes); };
 
-  pdl_trigger();
   if (threadIdx.x == 0) {
     for (int s = 0; s < C::ST; ++s) mbar_init(full0 + 8 * s, 1), mbar_init(empty0 + 8 * s, (C::kPingpong ? 1 : C::kConsumers) * 4);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -242,6 +241,9 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
       pdl_wait();
       int it = 0;
       for (int work = blockIdx.x; work < n_work; work += gridDim.x) {
+        // The dependents may launch once every block has begun its last work item: as the grid drains (at decode a
+        // block has one item, so at once), not while a persistent grid still has a prompt's tiles to go.
+        if (work + int(gridDim.x) >= n_work) pdl_trigger();
         const int tile = work / splits, z = work % splits;
         const int row0 = (tile % tiles_m) * C::BM, col0 = (tile / tiles_m) * tile_n;
         const int kb1 = min(kb_all, (z + 1) * kb_per);

@@ -164,12 +164,13 @@ void TensorGemm::run(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdevicept
     const CUtensorMap tb = tensor_map(w, N, K, unsigned(tile_n));
     if (t.cluster && splits > 1) {  // a block per (tile, split), a tile's splits one cluster
       const unsigned grid = unsigned(int64_t(tiles_n) * tiles_m * splits);
-      ctx_.launch_cluster(f, {grid}, unsigned(splits), {unsigned(t.threads)}, unsigned(t.smem_bytes), s, pdl_wgmma_, ta, tb,
+      ctx_.launch_cluster(f, {grid}, unsigned(splits), {unsigned(t.threads)}, unsigned(t.smem_bytes), s,
+                          pdl_wgmma_ && M <= kWgmmaPdlRows, ta, tb,
                           bias, y, m, n, k, splits, ws, tickets);
       return;
     }
     const unsigned grid = unsigned(std::min<int64_t>(int64_t(tiles_n) * tiles_m * splits, ctx_.sm_count()));
-    launch(pdl_wgmma_, f, {grid}, {unsigned(t.threads)}, unsigned(t.smem_bytes), s, ta, tb, bias, y, m, n, k, splits, ws, tickets);
+    launch(pdl_wgmma_ && M <= kWgmmaPdlRows, f, {grid}, {unsigned(t.threads)}, unsigned(t.smem_bytes), s, ta, tb, bias, y, m, n, k, splits, ws, tickets);
     return;
   }
   launch(pdl_mma_, f, {tiles_n, tiles_m, unsigned(splits)}, {unsigned(t.threads)}, unsigned(t.smem_bytes), s, x, w, bias,
