@@ -349,7 +349,8 @@ void Ops::gemm(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, D
 
 void Ops::split_q_gate(CUstream s, CUdeviceptr src, int64_t T, int32_t n_heads, int32_t head_dim, int64_t rest,
                        CUdeviceptr qkv, CUdeviceptr gate) {
-  require(T >= 0 && n_heads > 0 && head_dim > 0 && rest >= 0 && fits_int(int64_t(n_heads) * 2 * head_dim), "split_q_gate shape");
+  require(T >= 0 && n_heads > 0 && head_dim > 0 && rest >= 0 && fits_int(int64_t(n_heads) * 2 * head_dim),
+          "split_q_gate shape");
   if (T == 0) return;
   const int64_t n = T * (2 * int64_t(n_heads) * head_dim + rest);
   const unsigned grid = unsigned(std::min<int64_t>(blocks_for(n, 256), int64_t(ctx_.sm_count()) * 16));

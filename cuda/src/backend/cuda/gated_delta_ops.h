@@ -1,11 +1,11 @@
 // The CUDA backend's Gated DeltaNet ops (the linear-attention layers of Qwen3.5 / Qwen3.6): backend/cpu/
 // gated_delta.h's ops on device memory, enqueued on a stream, with the same contracts and the same batch metadata
 // (cpu::RecurrentBatch's arrays in device memory, freshness read from the sequences' first positions) and geometry
-// (cpu::GdnGeometry: one description of a layer for both backends). Activations are in the activation type (cuda_ops.h's Act: bf16 with fp32 arithmetic inside, or
-// fp32); states, weights (conv weight (C, W), A_log, dt_bias, the norm weight) and the gates' outputs g and beta are
-// fp32. All pointers are device pointers. Nothing allocates or synchronizes: every op may be captured in a graph,
-// which then replays for any lengths and slots with the same row count T (the grids depend on T, n_seqs and the
-// geometry only).
+// (cpu::GdnGeometry: one description of a layer for both backends). Activations are in the activation type
+// (cuda_ops.h's Act: bf16 with fp32 arithmetic inside, or fp32); states, weights (conv weight (C, W), A_log,
+// dt_bias, the norm weight) and the gates' outputs g and beta are fp32. All pointers are device pointers. Nothing
+// allocates or synchronizes: every op may be captured in a graph, which then replays for any lengths and slots with
+// the same row count T (the grids depend on T, n_seqs and the geometry only).
 //
 // A class of its own rather than more of cuda::Ops: only the hybrid models have these layers, its kernels are one
 // family (gated_delta.cu, their own fatbin), and a model that has no such layer never resolves them.
