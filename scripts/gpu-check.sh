@@ -125,8 +125,9 @@ run() {
     grep -E '^(FAIL|SKIP)' "$logs/golden_$g.log" | head -20
   done
 
-  # Models over the ops interface (the dense model and a variant in another order) against float64.
-  "$out/model_cuda" > "$logs/model_cuda.log" 2>&1
+  # Models over the ops interface (the dense model and a variant in another order) against float64, the hybrid
+  # model against the CPU decoder. From the root: it reads test/fixtures.
+  (cd "$root" && "$out/model_cuda") > "$logs/model_cuda.log" 2>&1
   local model_rc=$?
   # The KV pool that grows (test/native/test_kv_pool_cuda.cpp).
   "$out/test_kv_pool_cuda" > "$logs/kv_pool.log" 2>&1

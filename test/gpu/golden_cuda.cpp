@@ -477,8 +477,9 @@ int main(int argc, char **argv) {
       std::printf("SKIP no GPU: %s\n", err);
       return 2;
     }
-    // A model whose layers the CUDA backend does not run yet (Qwen3.5's Gated DeltaNet, issue 31) is refused as such:
-    // skipped here, named, until its kernels are wired (the CPU golden covers it meanwhile).
+    // A model whose layers the CUDA backend does not run yet (CudaModelOps refuses a geometry its kernels do not
+    // take, saying so) is skipped here, named (the CPU golden covers it). No fixture is refused today: Qwen3.5's
+    // gated attention and Gated DeltaNet layers run on the CUDA backend (issue 31).
     if (st == VT_ERR_UNSUPPORTED_ARCH && std::string(err).find("CUDA backend does not run yet") != std::string::npos) {
       std::printf("SKIP %s: %s\n", name.c_str(), err);
       continue;

@@ -124,6 +124,7 @@ int main() {
       test_gemv_early(env, ops);
       test_kv_store(env, ops);
       test_rope_store(env, ops);
+      test_attention_gate(env, ops);
       test_gemv_norm_rope(env, ops);
       if (act == Act::F32) test_argmax(env, ops);  // fp32 logits whatever the activations
       if (act == Act::F32) test_sample(env, ops);

@@ -103,30 +103,36 @@ void test_rope(Env &env, cuda::Ops &ops) {
     for (int norm = 0; norm < 2; ++norm)
       for (float attn_scale : {1.0f, 1.2f}) {
         if (attn_scale != 1.0f && norm) continue;
-        // fused layout: the heads sit inside wider rows (as q inside a qkv buffer); the rest must be untouched
-        for (int fused = 0; fused < 2; ++fused) {
+        // fused layout: the heads sit inside wider rows (as q inside a qkv buffer); the rest must be untouched.
+        // partial: RoPE over a quarter of each head (Qwen3.5's 64 of 256; rounded down to even), the rest passed
+        // through as normed.
+        for (int variant = 0; variant < 4; ++variant) {
+          const int fused = variant & 1, partial = variant >> 1;
+          const int32_t rot = partial ? sh.hd / 8 * 2 : sh.hd;
+          if (partial && rot < 2) continue;
           const int64_t width = int64_t(sh.heads) * sh.hd, stride = fused ? width + 2 * sh.hd + 4 : width;
           check_case(env,
-                     fmt("rope[%s] T %lld heads %d head_dim %d%s%s%s", cuda::act_name(act), (long long)sh.T, sh.heads,
+                     fmt("rope[%s] T %lld heads %d head_dim %d%s%s%s%s", cuda::act_name(act), (long long)sh.T, sh.heads,
                          sh.hd, norm ? " +qk_norm" : "", attn_scale != 1.0f ? " attn_scale 1.2" : "",
-                         fused ? " strided rows" : ""),
+                         fused ? " strided rows" : "", partial ? fmt(" rotary_dims %d", rot).c_str() : ""),
                      [&](std::string &why) {
                        auto buf = rand_act(size_t(sh.T * stride), act, -2, 2);
                        std::vector<int32_t> pos(static_cast<size_t>(sh.T));
                        for (auto &p : pos) p = int32_t(below(4) == 0 ? below(40000) : below(64));
-                       auto inv_freq = inv_freq_table(sh.hd, 1e6);
+                       auto inv_freq = inv_freq_table(rot, 1e6);
                        auto w = rand_weight(size_t(sh.hd));
                        Dev dx = upload_act(buf, act, 64);
                        DeviceBuffer dpos = upload_raw(pos), dfreq = upload_raw(inv_freq), dw = upload_raw(w);
                        ops.rope(env.stream.get(), dx.ptr(), sh.T, sh.heads, sh.hd, stride, dpos.ptr(), dfreq.ptr(),
-                                attn_scale, norm ? dw.ptr() : 0, 1e-6f);
+                                attn_scale, norm ? dw.ptr() : 0, 1e-6f, partial ? rot : 0);
                        env.stream.synchronize();
                        // reference on the contiguous heads, then scattered back into the wide rows
                        std::vector<float> heads(size_t(sh.T * width));
                        for (int64_t t = 0; t < sh.T; ++t)
                          std::copy_n(buf.begin() + t * stride, width, heads.begin() + t * width);
                        if (norm) cpu::rmsnorm(env.pool, heads.data(), sh.T * sh.heads, sh.hd, w.data(), 1e-6f);
-                       cpu::rope(env.pool, heads.data(), sh.T, sh.heads, sh.hd, pos.data(), inv_freq.data(), attn_scale);
+                       cpu::rope(env.pool, heads.data(), sh.T, sh.heads, sh.hd, pos.data(), inv_freq.data(), attn_scale,
+                                 rot);
                        auto ref = buf;
                        for (int64_t t = 0; t < sh.T; ++t)
                          std::copy_n(heads.begin() + t * width, width, ref.begin() + t * stride);
@@ -232,19 +238,24 @@ void test_rope_store(Env &env, cuda::Ops &ops) {
   const size_t es = cuda::act_size(act);
   struct Shape { int32_t heads, kv, hd; };
   const Shape shapes[] = {{16, 8, 64}, {16, 8, 128}, {32, 8, 64}, {32, 8, 128}, {4, 4, 64},
-                          {4, 4, 128}, {5, 1, 80},   {6, 2, 256}, {3, 1, 6}};
+                          {4, 4, 128}, {5, 1, 80},   {6, 2, 256}, {3, 1, 6},   {4, 2, 32}};
   const float eps = 1e-6f;
   for (const Shape &sh : shapes)
     for (int64_t T : {1, 7, 300})
-      for (int norm = 0; norm < 2; ++norm) {
+      for (int variant = 0; variant < 4; ++variant) {
+        const int norm = variant & 1, partial = variant >> 1;
         if (g_small && T > 7) continue;
+        // partial: Qwen3.5's partial RoPE, a quarter of each head rotated (rounded down to even), the rest passed
+        // through as normed (and stored so in the cache)
+        const int32_t rot = partial ? sh.hd / 8 * 2 : sh.hd;
+        if (partial && (rot < 2 || T > 7)) continue;
         const float attn_scale = T == 7 ? 1.2f : 1.0f;
         const bool pad_single = T == 1 && norm && sh.kv == 8;  // a lone padding token stores nothing
         check_case(
             env,
-            fmt("rope_store[%s] T %lld heads %d kv_heads %d head_dim %d%s%s%s", cuda::act_name(act), (long long)T,
+            fmt("rope_store[%s] T %lld heads %d kv_heads %d head_dim %d%s%s%s%s", cuda::act_name(act), (long long)T,
                 sh.heads, sh.kv, sh.hd, norm ? " +qk_norm" : "", attn_scale != 1.0f ? " attn_scale 1.2" : "",
-                pad_single ? " padding" : ""),
+                pad_single ? " padding" : "", partial ? fmt(" rotary_dims %d", rot).c_str() : ""),
             [&](std::string &why) {
               const int64_t width = int64_t(sh.heads + 2 * sh.kv) * sh.hd, qw = int64_t(sh.heads) * sh.hd,
                             kvw = int64_t(sh.kv) * sh.hd, n_slots = T + T / 2 + 8;
@@ -259,19 +270,20 @@ void test_rope_store(Env &env, cuda::Ops &ops) {
               }
               if (T > 1) slot[size_t(T / 2)] = -1;
               if (T == 1) slot[0] = pad_single ? -1 : perm[0];
-              auto inv_freq = inv_freq_table(sh.hd, 1e6);
+              auto inv_freq = inv_freq_table(rot, 1e6);
               auto qn = rand_weight(size_t(sh.hd)), kn = rand_weight(size_t(sh.hd));
               Dev dqkv = upload_act(qkv, act, 64), gqkv = upload_act(qkv, act, 64);
               Dev kc = poisoned(size_t(n_slots * kvw), act), vc = poisoned(size_t(n_slots * kvw), act);
               DeviceBuffer dpos = upload_raw(pos), dslot = upload_raw(slot), dfreq = upload_raw(inv_freq),
                            dqn = upload_raw(qn), dkn = upload_raw(kn);
               const CUdeviceptr qnp = norm ? dqn.ptr() : 0, knp = norm ? dkn.ptr() : 0;
+              const int32_t rot_arg = partial ? rot : 0;
               ops.rope_store(env.stream.get(), dqkv.ptr(), T, sh.heads, sh.kv, sh.hd, dpos.ptr(), dfreq.ptr(),
-                             attn_scale, qnp, knp, eps, dslot.ptr(), kc.ptr(), vc.ptr());
+                             attn_scale, qnp, knp, eps, dslot.ptr(), kc.ptr(), vc.ptr(), rot_arg);
               ops.rope(env.stream.get(), gqkv.ptr(), T, sh.heads, sh.hd, width, dpos.ptr(), dfreq.ptr(), attn_scale,
-                       qnp, eps);
+                       qnp, eps, rot_arg);
               ops.rope(env.stream.get(), gqkv.ptr() + CUdeviceptr(qw * int64_t(es)), T, sh.kv, sh.hd, width,
-                       dpos.ptr(), dfreq.ptr(), attn_scale, knp, eps);
+                       dpos.ptr(), dfreq.ptr(), attn_scale, knp, eps, rot_arg);
               env.stream.synchronize();
 
               // the CPU's three ops on the q, k and v parts taken apart, then put back together
@@ -286,8 +298,8 @@ void test_rope_store(Env &env, cuda::Ops &ops) {
                 cpu::rmsnorm(env.pool, q.data(), T * sh.heads, sh.hd, qn.data(), eps);
                 cpu::rmsnorm(env.pool, k.data(), T * sh.kv, sh.hd, kn.data(), eps);
               }
-              cpu::rope(env.pool, q.data(), T, sh.heads, sh.hd, pos.data(), inv_freq.data(), attn_scale);
-              cpu::rope(env.pool, k.data(), T, sh.kv, sh.hd, pos.data(), inv_freq.data(), attn_scale);
+              cpu::rope(env.pool, q.data(), T, sh.heads, sh.hd, pos.data(), inv_freq.data(), attn_scale, rot);
+              cpu::rope(env.pool, k.data(), T, sh.kv, sh.hd, pos.data(), inv_freq.data(), attn_scale, rot);
               auto ref = qkv;
               for (int64_t t = 0; t < T; ++t) {
                 std::copy_n(q.begin() + t * qw, qw, ref.begin() + t * width);
@@ -315,6 +327,54 @@ void test_rope_store(Env &env, cuda::Ops &ops) {
               return true;
             });
       }
+}
+
+// Qwen3.5's gated attention around the attention: split_q_gate (q_proj's per-head [q | gate] and the k|v columns
+// after them → [q heads | k|v] and the gates; copies, so bit for bit against the host's rearrangement) and
+// sigmoid_mul (attention's output times sigmoid(gate), the CPU decoder's loop), on the fixtures' and the real
+// models' shapes, rows strided by an odd k|v width.
+void test_attention_gate(Env &env, cuda::Ops &ops) {
+  const Act act = ops.act();
+  struct Shape { int64_t T; int32_t heads, hd; int64_t rest; };
+  for (const Shape &sh : {Shape{1, 4, 32, 64}, Shape{7, 4, 32, 32}, Shape{5, 3, 6, 7}, Shape{3, 16, 256, 1024},
+                          Shape{130, 2, 64, 0}}) {
+    const int64_t qd = int64_t(sh.heads) * sh.hd, in_w = 2 * qd + sh.rest, out_w = qd + sh.rest;
+    check_case(env, fmt("split_q_gate[%s] T %lld heads %d head_dim %d rest %lld", cuda::act_name(act), (long long)sh.T,
+                        sh.heads, sh.hd, (long long)sh.rest),
+               [&](std::string &why) {
+                 const auto src = rand_act(size_t(sh.T * in_w), act, -4, 4);
+                 Dev dsrc = upload_act(src, act), qkv = poisoned(size_t(sh.T * out_w), act),
+                     gate = poisoned(size_t(sh.T * qd), act);
+                 ops.split_q_gate(env.stream.get(), dsrc.ptr(), sh.T, sh.heads, sh.hd, sh.rest, qkv.ptr(), gate.ptr());
+                 env.stream.synchronize();
+                 std::vector<float> want_qkv(size_t(sh.T * out_w)), want_gate(size_t(sh.T * qd));
+                 for (int64_t t = 0; t < sh.T; ++t) {
+                   const float *row = &src[size_t(t * in_w)];
+                   for (int32_t h = 0; h < sh.heads; ++h) {
+                     std::copy_n(row + h * 2 * sh.hd, sh.hd, &want_qkv[size_t(t * out_w + h * sh.hd)]);
+                     std::copy_n(row + h * 2 * sh.hd + sh.hd, sh.hd, &want_gate[size_t(t * qd + h * sh.hd)]);
+                   }
+                   std::copy_n(row + 2 * qd, sh.rest, &want_qkv[size_t(t * out_w + qd)]);
+                 }
+                 bool gq = false, gg = false;
+                 const auto got_qkv = download(qkv, &gq), got_gate = download(gate, &gg);
+                 if (!close(got_qkv, want_qkv, 0, gq, &why)) return why = "q|k|v: " + why, false;
+                 if (!close(got_gate, want_gate, 0, gg, &why)) return why = "gate: " + why, false;
+                 return true;
+               });
+  }
+  for (int64_t n : {1, 128, 4099, 3 * 16 * 256})
+    check_case(env, fmt("sigmoid_mul[%s] n %lld", cuda::act_name(act), (long long)n), [&](std::string &why) {
+      auto x = rand_act(size_t(n), act, -3, 3), g = rand_act(size_t(n), act, -12, 12);
+      if (n > 2) g[0] = 60, g[1] = -60;  // saturated both ways
+      Dev dx = upload_act(x, act, 64), dg = upload_act(g, act);
+      ops.sigmoid_mul(env.stream.get(), dx.ptr(), dg.ptr(), n);
+      env.stream.synchronize();
+      for (int64_t i = 0; i < n; ++i) x[size_t(i)] *= 1.f / (1.f + std::exp(-g[size_t(i)]));  // cpu_model_ops' loop
+      bool guard = false;
+      const auto got = download(dx, &guard);
+      return close(got, x, tol_for(act), guard, &why);
+    });
 }
 
 }  // namespace cuda_tests

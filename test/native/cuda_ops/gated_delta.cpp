@@ -12,7 +12,8 @@
 // chunk than its later ones, and chunks end inside sequences), the delta rule on the 27B geometry (Hk 16, Hv 48, Dk = Dv = 128) and small ragged
 // ones (Dv not a multiple of the kernel's 32 columns, Dk below 128). A sequence fed in pieces over five calls
 // (a prefill in two chunks, then decodes) must give what one call gives, and one decode step captured in a CUDA
-// graph must replay for new slots and fresh flags. Every case's name has "gdn" in it (VT_TEST_ONLY=gdn runs them).
+// graph must replay for new slots and first positions (pos0 == 0: fresh). Padding sequences (slot -1, a decode
+// graph's rows past its batch) run from zero states and leave every slot as it was. Every case's name has "gdn" in it (VT_TEST_ONLY=gdn runs them).
 #include <cstring>
 
 #include "../cuda_check.h"
@@ -34,21 +35,24 @@ struct Seq {
   bool fresh;
 };
 
+// The device reads freshness from each sequence's first position (pos0 == 0: fresh); a continuing one gets some
+// later position.
 struct GdnBatch {
-  std::vector<int32_t> start{0}, slot, fresh;
-  DeviceBuffer d_start, d_slot, d_fresh;
+  std::vector<int32_t> start{0}, slot, fresh, pos0;
+  DeviceBuffer d_start, d_slot, d_pos0;
   explicit GdnBatch(const std::vector<Seq> &seqs) {
     for (const Seq &s : seqs) {
       start.push_back(start.back() + s.len);
       slot.push_back(s.slot);
       fresh.push_back(s.fresh);
+      pos0.push_back(s.fresh ? 0 : 1 + int32_t(below(5000)));
     }
-    d_start = upload_raw(start), d_slot = upload_raw(slot), d_fresh = upload_raw(fresh);
+    d_start = upload_raw(start), d_slot = upload_raw(slot), d_pos0 = upload_raw(pos0);
   }
   int32_t n() const { return int32_t(slot.size()); }
   int32_t rows() const { return start.back(); }
   cpu::RecurrentBatch host() const { return {n(), start.data(), slot.data(), fresh.data()}; }
-  cuda::DeviceRecurrentBatch dev() const { return {n(), d_start.ptr(), d_slot.ptr(), d_fresh.ptr()}; }
+  cuda::DeviceRecurrentBatch dev() const { return {n(), d_start.ptr(), d_slot.ptr(), d_pos0.ptr()}; }
 };
 
 // One state array as the ops see it: n slots of `floats` values, stride floats apart (a gap of 7 after each),
@@ -401,8 +405,8 @@ void test_carried(Env &env, GatedDeltaOps &gops, const GdnGeometry &geo, int32_t
 
 // ---------------------------------------------------------------------------------------------------------------
 // A decode step of the layer's ops (gates, conv, rule, norm) captured in a CUDA graph as the engine captures its
-// steps (nothing inside may allocate or wait), replayed after the metadata buffers are given new slots and fresh
-// flags: each replay equals the same ops run eagerly on that metadata.
+// steps (nothing inside may allocate or wait), replayed after the metadata buffers are given new slots and first
+// positions: each replay equals the same ops run eagerly on that metadata.
 void test_graph(Env &env, GatedDeltaOps &gops) {
   const Act act = gops.act();
   check_case(env, fmt("gdn ops in a CUDA graph[%s]", cuda::act_name(act)), [&](std::string &why) {
@@ -443,7 +447,7 @@ void test_graph(Env &env, GatedDeltaOps &gops) {
           step(meta);
         } else {
           b.d_slot.upload(env.stream.get(), meta.slot.data(), meta.slot.size() * 4);
-          b.d_fresh.upload(env.stream.get(), meta.fresh.data(), meta.fresh.size() * 4);
+          b.d_pos0.upload(env.stream.get(), meta.pos0.data(), meta.pos0.size() * 4);
           graph.launch(env.stream.get());
         }
         env.stream.synchronize();
@@ -458,6 +462,84 @@ void test_graph(Env &env, GatedDeltaOps &gops) {
       for (float v : got[0][0])
         if (std::isnan(v)) return why = fmt("replay %zu: output NaN", k + 1), false;
     }
+    return true;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Padding sequences (slot -1: a captured decode step's rows past its batch, as CudaDecoder stages them, fresh or
+// not) among real ones, through the layer's ops (gates, conv, rule, norm): the real sequences' outputs and both
+// state arrays are bit for bit those of the same batch without the pads (the pads touch no slot), and the pads'
+// rows are written (from zero states: no NaN).
+void test_padding(Env &env, GatedDeltaOps &gops) {
+  const Act act = gops.act();
+  check_case(env, fmt("gdn padding sequences (slot -1)[%s]", cuda::act_name(act)), [&](std::string &why) {
+    const GdnGeometry geo{2, 4, 32, 40};  // Dv 40: two column blocks of the rule
+    const int32_t W = 4, n_slots = 6;
+    const int64_t C = geo.qkv_dim(), hv = geo.n_v_heads, dv = geo.v_dim, row_out = hv * dv;
+    const std::vector<Seq> padded = {{1, 2, false}, {1, -1, true}, {3, 4, true},
+                                     {1, 0, false}, {1, -1, false}, {1, -1, true}};
+    std::vector<Seq> real;
+    std::vector<int64_t> real_rows;  // the padded batch's row of each real row, in order
+    int64_t r = 0;
+    for (const Seq &q : padded) {
+      if (q.slot >= 0) {
+        real.push_back(q);
+        for (int32_t i = 0; i < q.len; ++i) real_rows.push_back(r + i);
+      }
+      r += q.len;
+    }
+    const GdnBatch pb(padded), rb(real);
+    const int64_t T = pb.rows();
+    const auto x = rand_act(size_t(T * C), act, -2, 2), ba = rand_act(size_t(T * 2 * hv), act, -3, 3);
+    const auto z = rand_act(size_t(T * row_out), act, -3, 3), w = rand_act(size_t(C * W), Act::F32);
+    const auto A_log = rand_act(size_t(hv), Act::F32, -2, 2), dt_bias = rand_act(size_t(hv), Act::F32, -1, 1);
+    const auto nw = rand_act(size_t(dv), Act::F32, 0.5, 1.5);
+    const Slots conv0(n_slots, (W - 1) * C, real), rec0(n_slots, geo.state_floats(), real);
+    DeviceBuffer dw = upload_raw(w), dA = upload_raw(A_log), ddt = upload_raw(dt_bias), dnw = upload_raw(nw);
+    // The layer's ops over rows (x, b|a, z) picked from the padded batch's; returns the output, leaves the states.
+    auto run = [&](const GdnBatch &b, const std::vector<int64_t> &rows, DeviceBuffer &dc, DeviceBuffer &dr,
+                   std::vector<float> &out) {
+      const int64_t n = int64_t(rows.size());
+      std::vector<float> xs, bas, zs;
+      for (int64_t t : rows) {
+        xs.insert(xs.end(), x.begin() + t * C, x.begin() + (t + 1) * C);
+        bas.insert(bas.end(), ba.begin() + t * 2 * hv, ba.begin() + (t + 1) * 2 * hv);
+        zs.insert(zs.end(), z.begin() + t * row_out, z.begin() + (t + 1) * row_out);
+      }
+      Dev dx = upload_act(xs, act), dba = upload_act(bas, act), dz = upload_act(zs, act);
+      Dev qkv = poisoned(size_t(n * C), act), o = poisoned(size_t(n * row_out), act);
+      DeviceBuffer beta(size_t(n * hv) * 4), g(size_t(n * hv) * 4);
+      const cuda::CUstream s = env.stream.get();
+      const CUdeviceptr a_ptr = dba.ptr() + CUdeviceptr(hv * int64_t(cuda::act_size(act)));
+      gops.gdn_gates(s, dba.ptr(), a_ptr, n, int32_t(hv), dA.ptr(), ddt.ptr(), beta.ptr(), g.ptr(), 2 * hv);
+      gops.causal_conv1d_silu(s, dx.ptr(), b.dev(), n, C, W, dw.ptr(), dc.ptr(), conv0.stride, qkv.ptr());
+      gops.gated_delta_rule(s, qkv.ptr(), g.ptr(), beta.ptr(), b.dev(), geo, dr.ptr(), rec0.stride, o.ptr());
+      gops.gated_rmsnorm(s, o.ptr(), dz.ptr(), n * hv, dv, dnw.ptr(), 1e-6f, o.ptr());
+      env.stream.synchronize();
+      bool guard = false;
+      out = download(o, &guard);
+      return guard;
+    };
+    std::vector<int64_t> all(static_cast<size_t>(T));
+    std::iota(all.begin(), all.end(), 0);
+    DeviceBuffer pc = upload_raw(conv0.v), pr = upload_raw(rec0.v), rc = upload_raw(conv0.v), rr = upload_raw(rec0.v);
+    std::vector<float> out_padded, out_real;
+    if (!run(pb, all, pc, pr, out_padded) || !run(rb, real_rows, rc, rr, out_real))
+      return why = "wrote past its output", false;
+    for (float v : out_padded)
+      if (std::isnan(v)) return why = "a row of the padded batch is NaN (not written, or a state read)", false;
+    for (size_t i = 0; i < real_rows.size(); ++i)
+      if (std::memcmp(&out_padded[size_t(real_rows[i] * row_out)], &out_real[i * size_t(row_out)], size_t(row_out) * 4))
+        return why = fmt("real row %zu differs from the batch without padding", i), false;
+    // (bit for bit: memcmp, which also holds for any NaN a slot kept)
+    const auto same = [](const std::vector<float> &a, const std::vector<float> &b) {
+      return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+    };
+    if (!same(download_f32(pc, conv0.v.size()), download_f32(rc, conv0.v.size())))
+      return why = "conv states differ from the batch without padding", false;
+    if (!same(download_f32(pr, rec0.v.size()), download_f32(rr, rec0.v.size())))
+      return why = "recurrent states differ from the batch without padding", false;
     return true;
   });
 }
@@ -480,6 +562,7 @@ void test_gated_delta(Env &env, cuda::Ops &ops) {
   test_carried(env, gops, ragged, 4);
   if (!g_small) test_carried(env, gops, qwen27b, 4);
   test_graph(env, gops);
+  test_padding(env, gops);
 }
 
 }  // namespace cuda_tests

@@ -1,4 +1,5 @@
-// Entry points of the activation family: vt_silu_mul_<activation dtype>, 1-D grid-stride launch.
+// Entry points of the activation family, 1-D grid-stride launches: vt_silu_mul_<activation dtype>,
+// vt_split_q_gate_<activation dtype>, vt_sigmoid_mul_<activation dtype>.
 #include "activation.cuh"
 
 using namespace vtk;
@@ -9,5 +10,20 @@ using namespace vtk;
     silu_mul_all<T>(gate, up, rows, F, ld, out);                                                            \
   }
 
+#define VT_ATTENTION_GATE(SUFFIX, T)                                                                        \
+  extern "C" __global__ void __launch_bounds__(256) vt_split_q_gate_##SUFFIX(                               \
+      const T *src, long long rows, int n_heads, int head_dim, long long rest, T *qkv, T *gate) {          \
+    pdl_trigger();                                                                                          \
+    pdl_wait();                                                                                             \
+    split_q_gate_all<T>(src, rows, n_heads, head_dim, rest, qkv, gate);                                    \
+  }                                                                                                         \
+  extern "C" __global__ void __launch_bounds__(256) vt_sigmoid_mul_##SUFFIX(T *x, const T *gate, long long n) { \
+    pdl_trigger();                                                                                          \
+    pdl_wait();                                                                                             \
+    sigmoid_mul_all<T>(x, gate, n);                                                                         \
+  }
+
 VT_SILU_MUL(f32, float)
 VT_SILU_MUL(bf16, bf16)
+VT_ATTENTION_GATE(f32, float)
+VT_ATTENTION_GATE(bf16, bf16)

@@ -191,6 +191,7 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   if (slot_bytes > 0)
     cuda::check(cuda::driver().cuMemsetD8Async(slots_.ptr(), 0, slots_.bytes(), stream_->get()), "cuMemsetD8Async(slots)");
   mops_->set_kv(kv_->base(), kv_->plane_stride(), p.state);
+  mops_->set_state_slots(slots_.ptr());
   last_ = scratch(R * H, 4), last_act_ = scratch(R * H, as);
   logits_ = scratch(R * V, sizeof(float));
   ids_ = scratch(R, 4), lps_ = scratch(R, 4);
@@ -246,6 +247,7 @@ void CudaDecoder::run_model(int32_t T, int32_t n_seqs, int32_t max_keys, bool mu
   st.rows = T, st.n_seqs = n_seqs, st.max_keys = max_keys, st.multi_row = multi_row, st.n_tiles = n_tiles;
   st.tokens = meta_.tokens, st.positions = meta_.positions, st.slots = meta_.slots, st.tiles = meta_.tiles;
   st.attn = cuda::DeviceAttentionBatch{n_seqs, meta_.q_start, meta_.pos0, meta_.tables, table_width_, p_.block_size};
+  st.state_slots = meta_.state_slots;
   st.fold_output_norm = fold_norm;
   mops_->begin_step(st);
   model_->forward(*mops_);

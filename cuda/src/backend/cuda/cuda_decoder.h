@@ -122,14 +122,17 @@ class CudaDecoder : public Decoder {
  private:
   // The integers of one step in device memory (meta_buf_) and in its staging (meta_pinned_), in int32 elements: the
   // lm_head's row list (max_logit_rows) first, then packed for the step's t rows and s sequences, so that a step
-  // uploads one short range: tokens, positions, slots (t each), q_start (s + 1), pos0 (s), the block tables (s rows
-  // of table_width), prefill attention tiles. A captured step of bucket B reads them where (B, B) puts them.
+  // uploads one short range: tokens, positions, slots (t each), q_start (s + 1), pos0 (s), state slots (s: each
+  // sequence's state slot for the recurrent layers, -1 for none and for padding), the block tables (s rows of
+  // table_width), prefill attention tiles. A captured step of bucket B reads them where (B, B) puts them. A recurrent
+  // layer reads a sequence as fresh where its pos0 is 0, so the step advance (which moves pos0 on) keeps that right
+  // and the state slots, which a running sequence keeps, never change between chained steps.
   struct MetaLayout {
-    size_t rows, tokens, positions, slots, q_start, pos0, tables, tiles;
+    size_t rows, tokens, positions, slots, q_start, pos0, state_slots, tables, tiles;
   };
   static MetaLayout meta_layout(size_t max_rows, size_t t, size_t s, size_t table_width);
   struct Meta {
-    CUdeviceptr tokens, positions, slots, q_start, pos0, tables, tiles, rows;
+    CUdeviceptr tokens, positions, slots, q_start, pos0, state_slots, tables, tiles, rows;
   };
   void set_meta(int32_t t, int32_t s);  // layout_ and meta_ for a step of t rows and s sequences
 

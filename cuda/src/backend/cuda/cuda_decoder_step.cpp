@@ -26,7 +26,8 @@ CudaDecoder::MetaLayout CudaDecoder::meta_layout(size_t max_rows, size_t t, size
   m.slots = m.positions + t;
   m.q_start = m.slots + t;
   m.pos0 = m.q_start + s + 1;
-  m.tables = m.pos0 + s;
+  m.state_slots = m.pos0 + s;
+  m.tables = m.state_slots + s;
   m.tiles = m.tables + s * table_width;
   return m;
 }
@@ -34,8 +35,8 @@ CudaDecoder::MetaLayout CudaDecoder::meta_layout(size_t max_rows, size_t t, size
 void CudaDecoder::set_meta(int32_t t, int32_t s) {
   layout_ = meta_layout(size_t(std::max(p_.max_logit_rows, 1)), size_t(t), size_t(s), size_t(table_width_));
   const auto at = [&](size_t off) { return meta_buf_.ptr() + 4 * CUdeviceptr(off); };
-  meta_ = Meta{at(layout_.tokens), at(layout_.positions), at(layout_.slots), at(layout_.q_start),
-               at(layout_.pos0),   at(layout_.tables),    at(layout_.tiles), at(layout_.rows)};
+  meta_ = Meta{at(layout_.tokens),      at(layout_.positions), at(layout_.slots), at(layout_.q_start), at(layout_.pos0),
+               at(layout_.state_slots), at(layout_.tables),    at(layout_.tiles), at(layout_.rows)};
 }
 
 void CudaDecoder::stage(const ForwardBatch &b, int32_t n_pad, int32_t n_tiles) {
@@ -50,6 +51,7 @@ void CudaDecoder::stage(const ForwardBatch &b, int32_t n_pad, int32_t n_tiles) {
   staged_->synchronize();  // the previous step's copy out of this staging area has finished
   int32_t *tokens = h + layout_.tokens, *positions = h + layout_.positions, *slots = h + layout_.slots;
   int32_t *q_start = h + layout_.q_start, *pos0 = h + layout_.pos0, *tables = h + layout_.tables;
+  int32_t *state_slots = h + layout_.state_slots;
   if (b.tokens_from_picks && step_advance_ && advanced_on_device(b, n_pad)) {  // nothing to upload: the mirror only
     std::copy_n(b.positions, T, positions);
     std::copy_n(b.slots, T, slots);
@@ -64,7 +66,10 @@ void CudaDecoder::stage(const ForwardBatch &b, int32_t n_pad, int32_t n_tiles) {
   q_start[0] = 0;  // (an all-padding step, as when warming up the graphs, has no arrays at all)
   if (n_seqs > 0) std::copy_n(b.attn.seq_q_start + 1, n_seqs, q_start + 1);
   std::copy_n(b.attn.seq_pos0, n_seqs, pos0);
-  for (int32_t s = n_seqs; s < seqs_pad; ++s) q_start[s + 1] = s + 1, pos0[s] = 0;
+  if (b.state_slots) std::copy_n(b.state_slots, n_seqs, state_slots);
+  else std::fill_n(state_slots, n_seqs, -1);
+  // padding: a row each, from position 0, no state slot (the recurrent layers keep nothing of it)
+  for (int32_t s = n_seqs; s < seqs_pad; ++s) q_start[s + 1] = s + 1, pos0[s] = 0, state_slots[s] = -1;
   const int32_t wb = b.attn.max_blocks_per_seq;
   for (int32_t s = 0; s < n_seqs; ++s) {
     std::copy_n(b.attn.block_tables + int64_t(s) * wb, std::min(wb, table_width_), tables + int64_t(s) * table_width_);
@@ -89,13 +94,15 @@ bool CudaDecoder::advanced_on_device(const ForwardBatch &b, int32_t n_pad) const
   // (layout_ is the last staged step's: the same rows and sequences)
   const int32_t *h = meta_pinned_.as<int32_t>();
   const int32_t *positions = h + layout_.positions, *slots = h + layout_.slots, *tables = h + layout_.tables;
+  const int32_t *state_slots = h + layout_.state_slots;
   const int32_t bs = p_.block_size;
   // What step_advance (sample.cuh) computed from the mirrored values must be this step's: when a sequence has just
   // been given a new block, the tables uploaded last lack it and the step is uploaded as a whole.
   for (int32_t s = 0; s < T; ++s) {
     const int32_t next = positions[s] + 1, block = next / bs;
     if (slots[s] < 0 || block >= table_width_ || b.positions[s] != next || b.attn.seq_pos0[s] != next ||
-        b.slots[s] != tables[int64_t(s) * table_width_ + block] * bs + next % bs)
+        b.slots[s] != tables[int64_t(s) * table_width_ + block] * bs + next % bs ||
+        (b.state_slots ? b.state_slots[s] : -1) != state_slots[s])  // (the same sequences: never differs)
       return false;
   }
   return true;

@@ -23,6 +23,15 @@
 //  - kSwiGLU: one GEMV over gate|up that also applies SiLU·mul (Ops::gemv_swiglu[_norm]).
 // So a layer in another format (FP8, int4) loses only its own fusion, not its neighbours'.
 //
+// Attention kinds (attention_kind): the config's dense geometry (every head rotated, no output gate) takes the fused
+// paths above; any other (Qwen3.5's gated attention: partial RoPE, q_proj's per-head [q | gate]) runs unfused, its
+// geometry (heads, head_dim, rotary dims) from its handle: the product, the q/gate split (Ops::split_q_gate, into
+// gated_qkv_ and gate_), rope_store over the rotary dims, the attention kernel that takes the kind's head_dim, then
+// out *= sigmoid(gate) (Ops::sigmoid_mul).
+// Gated DeltaNet layers (gdn_weights, gated_delta_net) run GatedDeltaOps over each sequence's state slot: the
+// executor stages each sequence's slot with the step (Step::state_slots; -1 for a graph's padding sequences, which
+// the kernels keep out of every slot), and a sequence starts from zero states where its first position is 0.
+//
 // Activations are fp32 (debugging; matches the CPU backend to rounding) or bf16 with fp32 arithmetic inside every
 // kernel; the residual stream (Storage::kResidual), the model's output rows (a kOutput tensor's fp32 copy,
 // output_rows()) and attention's softmax are fp32 either way.
@@ -30,12 +39,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "backend/cuda/context.h"
 #include "backend/cuda/cublaslt.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/gated_delta_ops.h"
 #include "backend/cuda/staged_upload.h"
 #include "backend/cuda/tensor_gemm.h"
 #include "loader/config.h"
@@ -79,9 +90,11 @@ class CudaModelOps : public ModelOps {
   void set_upload(const Upload *u) { upload_ = u; }
   // The KV cache: (attention layer, K|V, n_blocks, block_size, n_kv_heads, head_dim) in the activation type, an
   // attention layer's planes at its place among them (layout's LayerState::index).
-  void set_kv(CUdeviceptr kv, CUdeviceptr layer_bytes, const StateLayout &layout) {
-    kv_ = kv, kv_layer_bytes_ = layer_bytes, layout_ = layout;
-  }
+  // Each attention kind's K/V rows must be the cache's (n_kv_heads, head_dim).
+  void set_kv(CUdeviceptr kv, CUdeviceptr layer_bytes, const StateLayout &layout);
+  // The state slots: (n_state_slots, layout.slot_elems()) fp32, a recurrent layer's part of each at its
+  // LayerState::slot_offset (the layout set_kv was given).
+  void set_state_slots(CUdeviceptr slots) { state_slots_ = slots; }
 
   int64_t weight_bytes() const { return weight_bytes_; }
   int64_t workspace_bytes() const { return workspace_bytes_; }  // activations and the ops' scratch
@@ -95,6 +108,9 @@ class CudaModelOps : public ModelOps {
     int32_t n_tiles = 0;      // prefill attention tiles (prefill_tiles_wanted), 0: none
     CUdeviceptr tokens = 0, positions = 0, slots = 0, tiles = 0;
     cuda::DeviceAttentionBatch attn{};
+    // (n_seqs) int32: each sequence's state slot, -1 for none (padding, or a model without recurrent layers). A
+    // recurrent layer reads a sequence as fresh where attn.seq_pos0 is 0.
+    CUdeviceptr state_slots = 0;
     // The executor's lm_head applies the final norm itself (Ops::gemv_norm_head): a fused output kAddNorm leaves
     // the output lazily normed (output_rows().lazy) instead of norming it into the fp32 rows.
     bool fold_output_norm = false;
@@ -111,10 +127,10 @@ class CudaModelOps : public ModelOps {
   void embed(Linear table, Tensor out) override;
   void rmsnorm(Tensor x, Vector norm, Tensor out) override;
   void linear(Tensor x, Linear w, Tensor out, const Epilogue &e = {}) override;
-  // The config's attention (full RoPE, no output gate) is the one kind this backend's fused kernels run so far.
+  // Any geometry the attention kernels take (head_dim up to 256); the config's dense one takes the fused paths.
   Attention attention_kind(const AttentionGeometry &g) override;
   void attention(Tensor qkv, Attention a, int32_t layer, Tensor out) override;
-  // Not on this backend yet (issue 31: the kernels are gated_delta_ops.h's, the wiring is next): a load refuses.
+  // Head geometry GatedDeltaOps takes (conv width up to 4, key heads of up to 128 dims), else ERR_UNSUPPORTED_ARCH.
   Recurrent gdn_weights(const GdnWeights &w) override;
   void gated_delta_net(Tensor in, Recurrent r, Tensor out) override;
 
@@ -168,8 +184,31 @@ class CudaModelOps : public ModelOps {
   void settle_lazy(Tensor out);
   bool skips(CudaSkip k) const { return (p_.tuning.skip & k) != 0; }
 
+  // An attention kind: its geometry, whether it is the config's dense one (the fused paths), its RoPE table.
+  struct AttnKind {
+    AttentionGeometry g;
+    bool dense = false;
+    CUdeviceptr inv_freq = 0;  // (g.rotary_dims / 2) fp32
+    float rope_scale = 1.f;
+  };
+  enum class Attn { kDecode, kPrefill, kSimple };
+  Attn attention_form(const AttentionGeometry &g) const;  // which kernel a kind's attention takes this step
+  // kRopeStore of a kind that is not the dense one: y (T, q[|gate] | k | v) in place → q (gated: in gated_qkv_,
+  // with the gates in gate_) normed and roped over the rotary dims, k normed, roped and stored, v stored.
+  void rope_store_unfused(const AttnKind &k, CUdeviceptr y, int64_t y_cols, const Epilogue &e);
+  // The split-K decode attention's partials and tickets for heads of this geometry: grown where it needs more
+  // than allocated (the sizing instance grows alike, so the plan stays the allocation).
+  void reserve_attention(int32_t n_heads, int32_t n_kv_heads, int32_t head_dim);
+  // A recurrent layer's weights on the device (GdnWeights' fp32 vectors, uploaded) and geometry.
+  struct DGdn {
+    GdnGeometry geo{};
+    int32_t conv_kernel = 0, layer = 0;
+    CUdeviceptr conv = 0, a_log = 0, dt_bias = 0, norm = 0;
+  };
+
   const ModelConfig &c_;
   Params p_;
+  int sm_count_ = 0;
   bool sizing_ = false;
   cuda::Context *ctx_ = nullptr;
   cuda::Ops *ops_ = nullptr;
@@ -178,9 +217,8 @@ class CudaModelOps : public ModelOps {
   CUstream stream_ = nullptr;
   const Upload *upload_ = nullptr;
   size_t as_ = 4, ps_ = 4;  // bytes of an activation, of a kAddNorm product (fp32 with VT_CUDA_SUBLAYER_F32=1)
-  bool rope_fused_ = false;  // kRopeStore may take Ops::gemv_norm_rope (the kernel image and the SMs allow it)
-  float rope_scale_ = 1.f;
-  CUdeviceptr inv_freq_ = 0;  // (head_dim / 2) fp32
+  bool rope_fused_ = false;  // the dense kind's kRopeStore may take Ops::gemv_norm_rope (the image, the SMs allow it)
+  std::vector<AttnKind> kinds_;
 
   std::vector<cuda::DeviceBuffer> buffers_;  // weights and workspaces, owned here
   int64_t weight_bytes_ = 0, workspace_bytes_ = 0;
@@ -189,6 +227,7 @@ class CudaModelOps : public ModelOps {
   std::vector<CUdeviceptr> vectors_;
   CUdeviceptr kv_ = 0, kv_layer_bytes_ = 0;
   StateLayout layout_;
+  CUdeviceptr state_slots_ = 0;
 
   // Scratch, sized by the declarations: a kAddNorm's product before it is added (as wide as the widest residual),
   // the fused norm's partial sums of squares (kNormSsRows rows of Ops::norm_parts of that width), gate|up before
@@ -199,11 +238,20 @@ class CudaModelOps : public ModelOps {
   int64_t proj_cols_ = 0, gate_up_cols_ = 0;
   size_t attn_ws_bytes_ = 0, attn_tickets_bytes_ = 0;  // split-K attention: partials; tickets for attn_rows rows
   Tensor output_{-1};
+  // Gated attention kinds (the widest): q | k | v with q's heads side by side, as rope_store and attention read them,
+  // and the gates, (max_tokens, ·) in the activation type.
+  CUdeviceptr gated_qkv_ = 0, gate_ = 0;
+  int64_t gated_qkv_cols_ = 0, gate_cols_ = 0;
+  // Recurrent layers: their ops (resolved at the first such layer), weights, and the scratch of the widest: the
+  // conv's output (max_tokens, C) in the activation type, the gates beta and g (max_tokens, Hv) fp32.
+  std::unique_ptr<cuda::GatedDeltaOps> gdn_ops_;
+  std::vector<DGdn> gdns_;
+  CUdeviceptr conv_out_ = 0, beta_ = 0, g_ = 0;
+  int64_t conv_cols_ = 0, gate_heads_ = 0;
 
   // The step
   Step s_{};
   bool fused_ = false;  // this step's rows take the fused norm (the kernel image has it; few enough rows)
-  enum class Attn { kDecode, kPrefill, kSimple } attn_ = Attn::kSimple;
   bool embed_deferred_ = false;  // embed() waits to be taken into the first rmsnorm's gather
   Linear embed_table_{};
   Tensor embed_out_{};

@@ -65,6 +65,8 @@ Ops::Ops(Context &ctx, Act act, const CudaOpsTuning &tuning) : ctx_(ctx), act_(a
                                          (of ? "f32" : "bf16"));
   rope_ = ctx.function("vt_rope_" + a);
   silu_mul_ = ctx.function("vt_silu_mul_" + a);
+  split_q_gate_ = ctx.function("vt_split_q_gate_" + a);
+  sigmoid_mul_ = ctx.function("vt_sigmoid_mul_" + a);
   kv_store_ = ctx.function("vt_kv_store_" + a);
   for (int yf = 0; yf < 2; ++yf)
     for (int lm = 0; lm < 4; ++lm) {
@@ -181,14 +183,18 @@ void Ops::add_rmsnorm_res32(CUstream s, CUdeviceptr residual, CUdeviceptr x, boo
 }
 
 void Ops::rope(CUstream s, CUdeviceptr x, int64_t T, int32_t n_heads, int32_t head_dim, int64_t row_stride,
-               CUdeviceptr pos, CUdeviceptr inv_freq, float attn_scale, CUdeviceptr norm_weight, float eps) {
-  require(head_dim > 0 && head_dim % 2 == 0 && n_heads > 0 && fits_int(T), "rope shape");
+               CUdeviceptr pos, CUdeviceptr inv_freq, float attn_scale, CUdeviceptr norm_weight, float eps,
+               int32_t rotary_dims) {
+  const int rot = rotary_dims ? rotary_dims : head_dim;
+  require(head_dim > 0 && head_dim % 2 == 0 && rot > 0 && rot % 2 == 0 && rot <= head_dim && n_heads > 0 &&
+              fits_int(T),
+          "rope shape");
   if (T == 0) return;
   const long long stride = row_stride ? row_stride : int64_t(n_heads) * head_dim;
   constexpr unsigned kThreads = 128;
   const unsigned shared = unsigned(head_dim) * (1 + kThreads / 32) * sizeof(float);
-  ctx_.launch_pdl(rope_, {unsigned(T)}, {kThreads}, shared, s, x, n_heads, head_dim, stride, pos, inv_freq, attn_scale,
-              norm_weight, eps);
+  ctx_.launch_pdl(rope_, {unsigned(T)}, {kThreads}, shared, s, x, n_heads, head_dim, rot, stride, pos, inv_freq,
+                  attn_scale, norm_weight, eps);
 }
 
 void Ops::silu_mul(CUstream s, CUdeviceptr gate, CUdeviceptr up, int64_t T, int64_t F, int64_t ld, CUdeviceptr out) {
@@ -341,6 +347,25 @@ void Ops::gemm(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, D
   ctx_.launch(x_f32 ? gemm_x32_[int(wdt)] : gemm_[y_f32 ? 1 : 0][int(wdt)], {blocks_for(N, 64), blocks_for(M, 64)}, {256}, 0, s, x, w, bias, y, m, n, k);
 }
 
+void Ops::split_q_gate(CUstream s, CUdeviceptr src, int64_t T, int32_t n_heads, int32_t head_dim, int64_t rest,
+                       CUdeviceptr qkv, CUdeviceptr gate) {
+  require(T >= 0 && n_heads > 0 && head_dim > 0 && rest >= 0 && fits_int(int64_t(n_heads) * 2 * head_dim),
+          "split_q_gate shape");
+  if (T == 0) return;
+  const int64_t n = T * (2 * int64_t(n_heads) * head_dim + rest);
+  const unsigned grid = unsigned(std::min<int64_t>(blocks_for(n, 256), int64_t(ctx_.sm_count()) * 16));
+  const long long rows = T, r = rest;
+  ctx_.launch_pdl(split_q_gate_, {grid}, {256}, 0, s, src, rows, n_heads, head_dim, r, qkv, gate);
+}
+
+void Ops::sigmoid_mul(CUstream s, CUdeviceptr x, CUdeviceptr gate, int64_t n) {
+  require(n >= 0, "sigmoid_mul shape");
+  if (n == 0) return;
+  const unsigned grid = unsigned(std::min<int64_t>(blocks_for(n, 256), int64_t(ctx_.sm_count()) * 16));
+  const long long count = n;
+  ctx_.launch_pdl(sigmoid_mul_, {grid}, {256}, 0, s, x, gate, count);
+}
+
 void Ops::kv_store(CUstream s, CUdeviceptr k, CUdeviceptr v, int64_t T, int32_t n_kv_heads, int32_t head_dim,
                    CUdeviceptr slot, CUdeviceptr k_cache, CUdeviceptr v_cache) {
   require(fits_int(T) && n_kv_heads > 0 && head_dim > 0 && fits_int(int64_t(n_kv_heads) * head_dim), "kv_store shape");
@@ -351,16 +376,18 @@ void Ops::kv_store(CUstream s, CUdeviceptr k, CUdeviceptr v, int64_t T, int32_t 
 
 void Ops::rope_store(CUstream s, CUdeviceptr qkv, int64_t T, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
                      CUdeviceptr pos, CUdeviceptr inv_freq, float attn_scale, CUdeviceptr q_norm, CUdeviceptr k_norm,
-                     float eps, CUdeviceptr slot, CUdeviceptr k_cache, CUdeviceptr v_cache) {
+                     float eps, CUdeviceptr slot, CUdeviceptr k_cache, CUdeviceptr v_cache, int32_t rotary_dims) {
   constexpr unsigned kWarps = 4;  // one head per warp
   const int64_t units = int64_t(n_heads) + 2 * int64_t(n_kv_heads);
-  require(head_dim > 0 && head_dim % 2 == 0 && head_dim <= 2048 && n_heads > 0 && n_kv_heads > 0 && fits_int(T) &&
-              fits_int(units * head_dim) && blocks_for(units, kWarps) <= 65535,
+  const int rot = rotary_dims ? rotary_dims : head_dim;
+  require(head_dim > 0 && head_dim % 2 == 0 && head_dim <= 2048 && rot > 0 && rot % 2 == 0 && rot <= head_dim &&
+              n_heads > 0 && n_kv_heads > 0 && fits_int(T) && fits_int(units * head_dim) &&
+              blocks_for(units, kWarps) <= 65535,
           "rope_store shape");
   if (T == 0) return;
   const unsigned shared = unsigned(head_dim) * (1 + kWarps) * sizeof(float);
   ctx_.launch_pdl(rope_store_, {unsigned(T), blocks_for(units, kWarps)}, {kWarps * 32}, shared, s, qkv, n_heads,
-              n_kv_heads, head_dim, pos, inv_freq, attn_scale, q_norm, k_norm, eps, slot, k_cache, v_cache);
+                  n_kv_heads, head_dim, rot, pos, inv_freq, attn_scale, q_norm, k_norm, eps, slot, k_cache, v_cache);
 }
 
 void Ops::argmax(CUstream s, CUdeviceptr logits, int64_t n, int64_t vocab, int64_t ld, CUdeviceptr out_ids,

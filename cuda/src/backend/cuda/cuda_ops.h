@@ -63,12 +63,24 @@ class Ops {
                          CUdeviceptr weight, float eps, CUdeviceptr out, bool out_f32);
 
   // In place on x(T, n_heads, head_dim), rows row_stride elements apart (0: n_heads * head_dim). pos(T) int32,
-  // inv_freq(head_dim / 2). With norm_weight(head_dim) != 0 each head is first RMS-normed (Qwen3's q/k norm).
+  // inv_freq(rotary_dims / 2). With norm_weight(head_dim) != 0 each head is first RMS-normed (Qwen3's q/k norm).
+  // rotary_dims (even, <= head_dim; 0: head_dim): RoPE turns the leading rotary_dims of each head and passes the
+  // rest through (Qwen3.5's partial RoPE, cpu::rope's rotary_dims); head_dim is the full rotation, bit for bit.
   void rope(CUstream s, CUdeviceptr x, int64_t T, int32_t n_heads, int32_t head_dim, int64_t row_stride,
-            CUdeviceptr pos, CUdeviceptr inv_freq, float attn_scale, CUdeviceptr norm_weight = 0, float eps = 0.f);
+            CUdeviceptr pos, CUdeviceptr inv_freq, float attn_scale, CUdeviceptr norm_weight = 0, float eps = 0.f,
+            int32_t rotary_dims = 0);
 
   // out(T, F) = silu(gate) * up, gate/up rows ld elements apart (0: F); out may be gate only when ld == F.
   void silu_mul(CUstream s, CUdeviceptr gate, CUdeviceptr up, int64_t T, int64_t F, int64_t ld, CUdeviceptr out);
+
+  // Qwen3.5's gated attention, around the attention (each a plain elementwise pass):
+  //   split_q_gate: src(T, 2 QD + rest), QD = n_heads * head_dim, whose first 2 QD columns are q_proj's per-head
+  //                 [q (head_dim) | gate (head_dim)] and the rest k|v → qkv(T, QD + rest) = [q heads | rest] (the
+  //                 layout rope_store and the attention kernels read) and gate(T, QD); copies, no rounding;
+  //   sigmoid_mul:  x(n) *= sigmoid(gate(n)) in place (attention's output times the gate).
+  void split_q_gate(CUstream s, CUdeviceptr src, int64_t T, int32_t n_heads, int32_t head_dim, int64_t rest,
+                    CUdeviceptr qkv, CUdeviceptr gate);
+  void sigmoid_mul(CUstream s, CUdeviceptr x, CUdeviceptr gate, int64_t n);
 
   // y(M, N) = x(M, K) · w(N, K)ᵀ (+ bias(N) fp32), w bf16. y is fp32 when y_f32 (logits), else the activation
   // type; x is fp32 when x_f32 (the lm_head over fp32 normed rows; then y must be fp32), else the activation
@@ -149,9 +161,10 @@ class Ops {
   // are [q heads | k heads | v heads]: the q heads roped in place (each first RMS-normed by q_norm(head_dim)
   // when q_norm != 0), the k heads likewise with k_norm, and the roped k and the v of token t written to
   // cache row slot[t] (slot < 0: padding, nothing stored). Same math and rounding as those three ops.
+  // rotary_dims as rope's (partial RoPE; 0: head_dim), inv_freq(rotary_dims / 2).
   void rope_store(CUstream s, CUdeviceptr qkv, int64_t T, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
                   CUdeviceptr pos, CUdeviceptr inv_freq, float attn_scale, CUdeviceptr q_norm, CUdeviceptr k_norm,
-                  float eps, CUdeviceptr slot, CUdeviceptr k_cache, CUdeviceptr v_cache);
+                  float eps, CUdeviceptr slot, CUdeviceptr k_cache, CUdeviceptr v_cache, int32_t rotary_dims = 0);
 
   // Greedy sampling: logits(n, vocab) fp32, rows ld elements apart (0: vocab) → out_ids(n) int32, the lowest
   // id of each row's largest value, and out_logprobs(n) fp32 (0: not written), that token's log-softmax;
@@ -260,7 +273,7 @@ class Ops {
   Act act_;
   CUfunction embed_[2][3];  // [out_f32][table DType]
   CUfunction embed_norm_[3] = {};  // [table DType]; null where the image lacks them
-  CUfunction rmsnorm_, add_rmsnorm_, rope_, silu_mul_, kv_store_;
+  CUfunction rmsnorm_, add_rmsnorm_, rope_, silu_mul_, kv_store_, split_q_gate_, sigmoid_mul_;
   CUfunction rmsnorm_res32_, rmsnorm_f32_, add_rmsnorm_res32_[2][2];  // [x_f32][out_f32]
   CUfunction gemv_[2][4];       // [y_f32][log2 M]
   CUfunction gemv_x32_[4];      // fp32 x and y, [log2 M]

@@ -10,12 +10,12 @@ using namespace vtk;
 
 #define VT_GATED_DELTA(SUFFIX, T)                                                                           \
   extern "C" __global__ void __launch_bounds__(kConvThreads) vt_causal_conv1d_silu_##SUFFIX(                \
-      const T *x, long long x_ld, const int32_t *seq_start, const int32_t *slot, const int32_t *fresh,      \
+      const T *x, long long x_ld, const int32_t *seq_start, const int32_t *slot, const int32_t *pos0,       \
       int n_seqs, int rows, int C, int W, const float *weight, float *conv_state, long long slot_stride,    \
       T *out, int rows_per_chunk) {                                                                         \
     pdl_trigger();                                                                                          \
     pdl_wait();                                                                                             \
-    conv_chunk<T>(x, x_ld, seq_start, slot, fresh, n_seqs, rows, C, W, weight, conv_state, slot_stride,     \
+    conv_chunk<T>(x, x_ld, seq_start, slot, pos0, n_seqs, rows, C, W, weight, conv_state, slot_stride,      \
                   out, rows_per_chunk);                                                                     \
   }                                                                                                         \
   extern "C" __global__ void __launch_bounds__(256) vt_gdn_gates_##SUFFIX(                                  \
@@ -27,14 +27,14 @@ using namespace vtk;
   }                                                                                                         \
   extern "C" __global__ void __launch_bounds__(kRuleThreads) vt_gated_delta_rule_##SUFFIX(                  \
       const T *qkv, const float *g, const float *beta, const int32_t *seq_start, const int32_t *slot,       \
-      const int32_t *fresh, int n_k_heads, int n_v_heads, int Dk, int Dv, float *state,                     \
+      const int32_t *pos0, int n_k_heads, int n_v_heads, int Dk, int Dv, float *state,                      \
       long long slot_stride, T *out) {                                                                      \
     pdl_trigger();                                                                                          \
     pdl_wait();                                                                                             \
     const int col_blocks = (Dv + kRuleCols - 1) / kRuleCols;                                                \
     const int item = blockIdx.x / col_blocks; /* sequence-major: a sequence's heads run side by side */     \
     delta_rule_recurrent<T>(item / n_v_heads, item % n_v_heads, blockIdx.x % col_blocks, qkv, g, beta,      \
-                            seq_start, slot, fresh, n_k_heads, n_v_heads, Dk, Dv, state, slot_stride, out); \
+                            seq_start, slot, pos0, n_k_heads, n_v_heads, Dk, Dv, state, slot_stride, out);  \
   }                                                                                                         \
   extern "C" __global__ void __launch_bounds__(256) vt_gated_rmsnorm_##SUFFIX(                              \
       const T *x, const T *z, long long rows, int dim, int heads, long long z_ld, const float *weight,      \

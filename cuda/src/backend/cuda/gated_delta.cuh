@@ -3,9 +3,12 @@
 // (the conv's input and output, the gates' inputs, the delta rule's qkv and output, the norm's x, z and
 // output) are in the activation type T (float, or bf16 with fp32 arithmetic inside); states, conv weights,
 // A_log, dt_bias, the norm weight and the gates' outputs g and beta are fp32. Batches are the CPU's
-// RecurrentBatch: int32 seq_start (n_seqs + 1), slot (n_seqs) and fresh (n_seqs, or null) in device memory,
-// so one launch serves any lengths and a captured graph replays for new ones. No kernel allocates or waits
-// on the host.
+// RecurrentBatch in device memory: int32 seq_start (n_seqs + 1) and slot (n_seqs), with a sequence's freshness
+// read from its first position, pos0 (n_seqs, or null: none fresh): pos0 == 0 starts the sequence (the CPU
+// decoder's rule, from the same positions), so a captured step whose positions the device moves on itself
+// (step_advance.h) needs no flags of its own. A slot < 0 is a padding sequence (a decode graph's rows past the
+// batch): it runs from zero states and keeps nothing, so padding never touches a real sequence's slot. One
+// launch serves any lengths and a captured graph replays for new ones. No kernel allocates or waits on the host.
 //
 // Launches (gated_delta_ops.cpp sets them up):
 //   conv_chunk         grid (row chunks, ceil(C / kConvThreads)), block kConvThreads: a thread walks one
@@ -52,7 +55,7 @@ __device__ __forceinline__ int first_seq_ending_from(const int32_t *seq_start, i
 
 template <class T>
 __device__ __forceinline__ void conv_chunk(const T *__restrict__ x, long long x_ld, const int32_t *__restrict__ seq_start,
-                                           const int32_t *__restrict__ slot, const int32_t *__restrict__ fresh,
+                                           const int32_t *__restrict__ slot, const int32_t *__restrict__ pos0,
                                            int n_seqs, int rows, int C, int W, const float *__restrict__ weight,
                                            float *__restrict__ conv_state, long long slot_stride, T *__restrict__ out,
                                            int rows_per_chunk) {
@@ -77,8 +80,10 @@ __device__ __forceinline__ void conv_chunk(const T *__restrict__ x, long long x_
     else a = max(r0, start + hist), b = min(end, r1);
     if (!owner && a >= b) continue;
 
-    float *state = conv_state + int64_t(slot[s]) * slot_stride + c;
-    const bool zeros = fresh && fresh[s];
+    const int32_t sl = slot[s];
+    const bool keep = sl >= 0;  // padding: from zeros, nothing kept
+    float *state = keep ? conv_state + int64_t(sl) * slot_stride + c : nullptr;
+    const bool zeros = !keep || (pos0 && pos0[s] == 0);
     // win[K-1-j]: the input j rows before row a (j = 1..hist). The owner's row a is the sequence's first: those
     // inputs are the state's rows hist - j (oldest first), or zeros when fresh.
     float win[K - 1];
@@ -104,7 +109,7 @@ __device__ __forceinline__ void conv_chunk(const T *__restrict__ x, long long x_
       for (int i = 0; i < K - 2; ++i) win[i] = win[i + 1];
       win[K - 2] = xv;
     }
-    if (!owner) continue;
+    if (!owner || !keep) continue;
     // The new state: the last hist inputs of [old state; rows]. When the owner ran the whole sequence its window
     // is exactly that (old entries included, for a sequence shorter than hist); otherwise they are x rows.
 #pragma unroll
@@ -168,22 +173,24 @@ template <class T>
 __device__ __forceinline__ void delta_rule_recurrent(int s, int h, int col_block, const T *__restrict__ qkv,
                                                      const float *__restrict__ g, const float *__restrict__ beta,
                                                      const int32_t *__restrict__ seq_start,
-                                                     const int32_t *__restrict__ slot, const int32_t *__restrict__ fresh,
+                                                     const int32_t *__restrict__ slot, const int32_t *__restrict__ pos0,
                                                      int n_k_heads, int n_v_heads, int Dk, int Dv,
                                                      float *__restrict__ state, long long slot_stride,
                                                      T *__restrict__ out) {
   __shared__ __align__(16) float qk[2][2][kRuleMaxKeyDim];  // [buffer][q, k][element], raw
   __shared__ float2 part[2][kRuleThreads / 32];              // [buffer][warp]: (Σq², Σk²) of the warp's elements
   const int t0 = seq_start[s], t1 = seq_start[s + 1];
-  const bool zeros = fresh && fresh[s];
-  if (t0 == t1 && !zeros) return;  // nothing to run or reset (the whole block: before any barrier)
+  const int32_t sl = slot[s];
+  const bool keep = sl >= 0;  // padding: from zeros, nothing kept
+  const bool zeros = !keep || (pos0 && pos0[s] == 0);
+  if (t0 == t1 && !(zeros && keep)) return;  // nothing to run or reset (the whole block: before any barrier)
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, rs = lane >> 3;
   const int col = col_block * kRuleCols + warp * 8 + (lane & 7);
   const bool col_ok = col < Dv;
   const int kh = h / (n_v_heads / n_k_heads);
   const int64_t C = 2 * int64_t(n_k_heads) * Dk + int64_t(n_v_heads) * Dv;
-  float *Sg = state + int64_t(slot[s]) * slot_stride + int64_t(h) * Dk * Dv + col;
+  float *Sg = state + int64_t(keep ? sl : 0) * slot_stride + int64_t(h) * Dk * Dv + col;  // (padding: never touched)
 
   // Rows of S past Dk stay zero (and meet zero q, k): they change nothing.
   float S[kRuleRows];
@@ -251,6 +258,7 @@ __device__ __forceinline__ void delta_rule_recurrent(int s, int h, int col_block
     if (rs == 0 && col_ok) out[(int64_t(t) * n_v_heads + h) * Dv + col] = from_f32<T>(o * q_scale);
   }
 
+  if (!keep) return;  // (no barrier below)
   // The store's row addresses are recomputed from an opaque copy of the base and stride: otherwise the compiler
   // keeps the load's 32 addresses (64 registers) alive across the row loop, 164 registers a thread against 80.
   int dv = Dv;

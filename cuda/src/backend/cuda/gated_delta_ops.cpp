@@ -56,7 +56,7 @@ void GatedDeltaOps::causal_conv1d_silu(CUstream s, CUdeviceptr x, const DeviceRe
   const int n = b.n_seqs, rows = int(T), c = int(C), w = W;
   const long long ld = x_ld, stride = slot_stride;
   ctx_.launch_pdl(conv_, {unsigned(n_chunks), unsigned((C + kConvThreads - 1) / kConvThreads)}, {kConvThreads}, 0, s,
-                  x, ld, b.seq_start, b.slot, b.fresh, n, rows, c, w, weight, conv_state, stride, out, rows_per_chunk);
+                  x, ld, b.seq_start, b.slot, b.pos0, n, rows, c, w, weight, conv_state, stride, out, rows_per_chunk);
 }
 
 void GatedDeltaOps::gdn_gates(CUstream s, CUdeviceptr b, CUdeviceptr a, int64_t T, int32_t n_v_heads,
@@ -83,7 +83,7 @@ void GatedDeltaOps::gated_delta_rule(CUstream s, CUdeviceptr qkv, CUdeviceptr g,
   const unsigned grid = unsigned(int64_t(b.n_seqs) * geo.n_v_heads * col_blocks);
   const int hk = geo.n_k_heads, hv = geo.n_v_heads, dk = geo.k_dim, dv = geo.v_dim;
   const long long stride = slot_stride;
-  ctx_.launch_pdl(rule_, {grid}, {kRuleThreads}, 0, s, qkv, g, beta, b.seq_start, b.slot, b.fresh, hk, hv, dk, dv,
+  ctx_.launch_pdl(rule_, {grid}, {kRuleThreads}, 0, s, qkv, g, beta, b.seq_start, b.slot, b.pos0, hk, hv, dk, dv,
                   state, stride, out);
 }
 

@@ -1,11 +1,11 @@
 // The CUDA backend's Gated DeltaNet ops (the linear-attention layers of Qwen3.5 / Qwen3.6): backend/cpu/
 // gated_delta.h's ops on device memory, enqueued on a stream, with the same contracts and the same batch metadata
-// (cpu::RecurrentBatch's arrays, in device memory) and geometry (cpu::GdnGeometry: one description of a layer for
-// both backends). Activations are in the activation type (cuda_ops.h's Act: bf16 with fp32 arithmetic inside, or
-// fp32); states, weights (conv weight (C, W), A_log, dt_bias, the norm weight) and the gates' outputs g and beta are
-// fp32. All pointers are device pointers. Nothing allocates or synchronizes: every op may be captured in a graph,
-// which then replays for any lengths and slots with the same row count T (the grids depend on T, n_seqs and the
-// geometry only).
+// (cpu::RecurrentBatch's arrays in device memory, freshness read from the sequences' first positions) and geometry
+// (cpu::GdnGeometry: one description of a layer for both backends). Activations are in the activation type
+// (cuda_ops.h's Act: bf16 with fp32 arithmetic inside, or fp32); states, weights (conv weight (C, W), A_log,
+// dt_bias, the norm weight) and the gates' outputs g and beta are fp32. All pointers are device pointers. Nothing
+// allocates or synchronizes: every op may be captured in a graph, which then replays for any lengths and slots with
+// the same row count T (the grids depend on T, n_seqs and the geometry only).
 //
 // A class of its own rather than more of cuda::Ops: only the hybrid models have these layers, its kernels are one
 // family (gated_delta.cu, their own fatbin), and a model that has no such layer never resolves them.
@@ -19,12 +19,17 @@
 
 namespace vt::cuda {
 
-// cpu::RecurrentBatch with the arrays in device memory.
+// cpu::RecurrentBatch with the arrays in device memory, except that a sequence is fresh (starts here: its states
+// read as zeros, then overwritten) when its first position is 0, as the CPU decoder decides it: the step's own
+// positions (the attention batch's seq_pos0), so a captured decode step whose metadata the device moves on
+// (step_advance.h) is fresh exactly when it should be, with no flags to keep in step.
 struct DeviceRecurrentBatch {
   int32_t n_seqs;
   CUdeviceptr seq_start;  // (n_seqs + 1) int32: first row of each sequence, then the total row count
-  CUdeviceptr slot;       // (n_seqs) int32 state slot of each sequence; no two sequences share one
-  CUdeviceptr fresh;      // (n_seqs) int32, nonzero: starts here (its states read as zeros); or 0: none fresh
+  // (n_seqs) int32 state slot of each sequence; no two sequences share one. A slot < 0 is padding (a decode graph's
+  // rows past its batch): computed from zero states, nothing kept, no slot touched.
+  CUdeviceptr slot;
+  CUdeviceptr pos0;       // (n_seqs) int32 first position of each sequence's rows, 0: fresh; or 0 (null): none fresh
 };
 
 class GatedDeltaOps {
