@@ -7,13 +7,14 @@
 // a 1 ms setInterval records how late each tick ran: the event loop's responsiveness (p50/p99/max of the delay).
 //
 //   npm run build:all && node bench/node-api.mjs --model DIR [--device cuda] [--batches 1,8,32,128] [--runs 3]
-//                                                [--json FILE] [--c-abi FILE] [--text]
+//                                                [--json FILE] [--c-abi FILE] [--text] [--defaults]
 //
 // --text: the streams carry text too, as a server's do (each chunk's text read; the streaming detokenizer runs per
 // token): the Qwen3 tokenizer (test/fixtures/tokenizers/qwen3) is copied into the checkpoint folder when it has none
 // (bench checkpoints are random weights without one; their ids are below 1000, so any vocabulary decodes them).
 // --c-abi FILE: bench_cuda_engine's JSON from the same machine and checkpoint; the table gains its column and the
-// Node / C ABI ratio. Medians of --runs runs after one warm-up per batch size.
+// Node / C ABI ratio. Medians of --runs runs after one warm-up per batch size. --defaults: the engine loaded as a
+// user loads it, no options but the device (the KV pool, maxSeqs and maxContext at their defaults).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
@@ -29,6 +30,7 @@ const { values: opt } = parseArgs({
     json: { type: 'string' },
     'c-abi': { type: 'string' },
     'max-context': { type: 'string' },
+    defaults: { type: 'boolean', default: false },  // the engine with default load options (device only)
     text: { type: 'boolean', default: false },  // (a smaller model's limit; the C ABI benchmark's is 8448)
   },
 });
@@ -45,6 +47,7 @@ const engine = await loadDecodeEngine(Engine, opt.model, {
   device: opt.device,
   batches,
   maxContext: opt['max-context'] ? Number(opt['max-context']) : undefined,
+  defaults: opt.defaults,
 });
 
 // One batch: N streams read concurrently; per request the time of its first and last token, and every chunk's time.

@@ -3,7 +3,8 @@
 // first token (TTFT) and inter-token latency (ITL) percentiles for both, and the HTTP / in-process tok/s ratio.
 //
 //   npm run build:all && node bench/serve.mjs --model DIR [--device cuda] [--batches 8,32,128] [--runs 3]
-//                                             [--new-tokens 256] [--max-context N] [--json FILE]
+//                                             [--new-tokens 256] [--max-context N] [--json FILE] [--defaults]
+// --defaults: the engine loaded with no options but the device, as `vtengine serve MODEL` loads it.
 //
 // The workload is bench/node-api.mjs's: N prompts of 128 splitmix64 ids below 1000, greedy (temperature 0), 256 new
 // tokens, the engine configured as there (prefix caching off: the warm-up repeats the prompts). The server takes a
@@ -37,6 +38,7 @@ const { values: opt } = parseArgs({
     runs: { type: 'string', default: '3' },
     'new-tokens': { type: 'string', default: '256' },
     'max-context': { type: 'string' }, // (a smaller model's limit; node-api.mjs's default is 8448)
+    defaults: { type: 'boolean', default: false },  // the engine with default load options (device only)
     json: { type: 'string' },
   },
 });
@@ -53,6 +55,7 @@ const engine = await loadDecodeEngine(Engine, opt.model, {
   device: opt.device,
   batches,
   maxContext: opt['max-context'] ? Number(opt['max-context']) : undefined,
+  defaults: opt.defaults,
   newTokens: kNew,
 });
 

@@ -41,9 +41,11 @@ export function ensureTokenizer(dir) {
  * An engine set up as bench_cuda_engine sets one up for its decode workload: maxSeqs for the largest batch (at least
  * 128), maxContext 8448 unless given, maxBatchTokens up to 8192, prefix caching off (a warm-up sends the timed runs'
  * prompts), and a KV pool for every request's prompt and new tokens in whole blocks (one spare each) or one
- * maxContext sequence, whichever is more.
+ * maxContext sequence, whichever is more. defaults: the engine as a user loads it with no options but the device
+ * (issue 30's acceptance: the pool and maxSeqs at their defaults), prefix caching still off for the reason above.
  */
-export async function loadDecodeEngine(Engine, model, { device, batches, maxContext, newTokens = kNew }) {
+export async function loadDecodeEngine(Engine, model, { device, batches, maxContext, newTokens = kNew, defaults = false }) {
+  if (defaults) return Engine.load(model, { device, prefixCaching: false });
   const maxSeqs = Math.max(128, ...batches);
   maxContext ??= 8192 + kNew;
   const base = { device, maxContext, maxSeqs, maxBatchTokens: Math.min(8192, maxContext), prefixCaching: false };
