@@ -119,10 +119,12 @@ constexpr GemmShape kHopperShapes[] = {
 };
 // By rows alone (a tile missing from the image; the summary doctor prints): the tiles most entries chose.
 constexpr GemmRule kHopper[] = {
+    {32, "mma_m16n64", 1}, {512, "wgmma_pp_m64n128", 0}, {1 << 30, "wgmma_pp_m64n256", 0},
 };
 // Every other target (sm_80 .. sm_121): the mma.sync tiles, ranked by the same run's mma figures (no such GPU was
 // measured: the H100 stands in for the ranking, not the speed).
 constexpr GemmRule kMma[] = {
+    {16, "mma_m16n128", 1}, {32, "mma_m32n128", 1}, {128, "mma_m64n128", 1}, {1 << 30, "mma_m128n128", 1},
 };
 
 const GemmTable kHopperTable{"hopper (sm_90a: wgmma + TMA, mma.sync)",
