@@ -38,6 +38,7 @@ void EstimateWorker::OnOK() {
   o.Set("kvCacheTokens", double(e.kv_cache_tokens));
   o.Set("kvCacheInitialBytes", double(e.kv_cache_initial_bytes));
   o.Set("stateSlotBytes", double(e.state_slot_bytes));
+  o.Set("stateSlotInitialBytes", double(e.state_slot_initial_bytes));
   o.Set("weightSkippedBytes", double(e.weight_skipped_bytes));
   o.Set("kvCacheInitialTokens", double(e.kv_cache_initial_tokens));
   o.Set("workspaceBytes", double(e.workspace_bytes));

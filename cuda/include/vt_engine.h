@@ -255,13 +255,13 @@ typedef struct vt_memory_report {
   int64_t weight_host_bytes;            /* weights copied into host heap memory (fp32 norms and biases) */
   int64_t weight_mapped_bytes;          /* weights used in place from the checkpoint's file mapping */
   int64_t weight_mapped_resident_bytes; /* of the checkpoint files' mappings, the bytes in memory now */
-  int64_t kv_cache_bytes;               /* the KV pool as reserved: its ceiling (and the state slots of models whose
-                                           recurrent layers keep a fixed-size state per request). On the CUDA
-                                           backend this is address space: device memory is mapped for the blocks
-                                           in use (kv_cache_resident_bytes) */
-  int64_t kv_cache_resident_bytes;      /* of it, the memory held now: CUDA, the mapped chunks and the state slots
-                                           (it grows with demand and shrinks when the engine is idle); CPU, the
-                                           pages ever written (-1 if unknown) */
+  int64_t kv_cache_bytes;               /* the KV pool as reserved: its ceiling (and the state slots' ceiling, a
+                                           slot per seat, for models whose recurrent layers keep a fixed-size state
+                                           per request). On the CUDA backend this is address space: device memory
+                                           is mapped for the blocks and slots in use (kv_cache_resident_bytes) */
+  int64_t kv_cache_resident_bytes;      /* of it, the memory held now: CUDA, the mapped chunks of the pool and of
+                                           the state slots (both grow with demand and shrink when the engine is
+                                           idle); CPU, the pages ever written (-1 if unknown) */
   int32_t kv_blocks_total;              /* the ceiling: blocks the pool may hold at most */
   int32_t kv_blocks_used;               /* held by requests; cached blocks no request holds count as free */
   int32_t kv_block_size;
@@ -279,8 +279,11 @@ typedef struct vt_memory_report {
   int64_t host_pinned_bytes;
   /* Of kv_blocks_total, the blocks usable now: the mapped chunks of a CUDA pool; all of them on the CPU. (Appended.) */
   int32_t kv_blocks_mapped;
-  /* Of kv_cache_bytes, the state slots: the fixed-size per-request state of a model's recurrent layers (Qwen3.5's
-   * Gated DeltaNet), one slot per seat; 0 for models without. (Appended.) */
+  /* The state slots' memory held now: the fixed-size per-request state of a model's recurrent layers (Qwen3.5's
+   * Gated DeltaNet); 0 for models without. On the CUDA backend the mapped chunks of slots (of
+   * kv_cache_resident_bytes): the first chunk from the load on, more as requests take slots, given back when the
+   * engine is idle, so at most kv_cache_bytes' share of them, a slot per seat. On the CPU all of them, a slot per
+   * seat, in the pool's mapping (of kv_cache_bytes; their pages are committed as written). (Appended.) */
   int64_t state_slot_bytes;
   /* Tensors in the checkpoint the text model knowingly never reads (a vision tower, an MTP head): neither copied nor
    * uploaded, and counted in no figure above. (Appended.) */
@@ -305,13 +308,16 @@ typedef struct vt_memory_estimate {
   int32_t max_context;           /* effective, after params */
   int64_t host_available_bytes;  /* MemAvailable now, -1 if unknown */
   int64_t host_pinned_bytes;     /* page-locked host staging of the CUDA backend (0 on the CPU); appended */
-  /* What the load maps of the pool (and the state slots), and keeps when the engine is idle: on the CUDA backend
-   * room for max(max_context, 4096) tokens in whole chunks, at most the ceiling; on the CPU (a fixed pool) the same
-   * as kv_cache_bytes / kv_cache_tokens. (Appended.) */
+  /* What the load maps of the pool (and of the state slots), and keeps when the engine is idle: on the CUDA backend
+   * room for max(max_context, 4096) tokens in whole chunks, at most the ceiling, and the slots' first chunk; on the
+   * CPU (a fixed pool) the same as kv_cache_bytes / kv_cache_tokens. (Appended.) */
   int64_t kv_cache_initial_bytes;
   int64_t kv_cache_initial_tokens;
-  int64_t state_slot_bytes;      /* of kv_cache_bytes (and of the initial bytes), the state slots; appended */
+  int64_t state_slot_bytes;      /* of kv_cache_bytes, the state slots: a slot per seat (as laid out: padded on the
+                                    CUDA backend, whose slots are mapped in chunks as requests take them); appended */
   int64_t weight_skipped_bytes;  /* tensors the text model never reads (a vision tower, an MTP head); appended */
+  int64_t state_slot_initial_bytes; /* of kv_cache_initial_bytes, the state slots the load maps and keeps when idle:
+                                       on the CUDA backend their first chunk, on the CPU all of them; appended */
 } vt_memory_estimate;
 
 vt_status vt_engine_estimate(const char *dir, vt_engine_params params, vt_memory_estimate *out, char *err, size_t err_cap);

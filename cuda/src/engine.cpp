@@ -138,7 +138,8 @@ void Engine::assemble(std::unique_ptr<Decoder> model, const MemoryPlan &plan) {
   }
   blocks_mapped_ = blocks_->n_mapped();
   kv_resident_ = model->kv_resident_bytes();
-  if (plan.n_state_slots > 0) slots_ = std::make_unique<StateSlots>(plan.n_state_slots);
+  if (plan.n_state_slots > 0) make_state_slots(*model, plan.n_state_slots);
+  slot_resident_ = model->state_slot_resident_bytes();
   scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{plan.max_seqs, plan.max_batch_tokens}, *blocks_, slots_.get());
   runner_ = std::make_unique<ModelRunner>(std::move(model), plan.block_size, c.vocab_size, plan.max_batch_tokens, plan.max_seqs);
 
@@ -158,6 +159,27 @@ void Engine::assemble(std::unique_ptr<Decoder> model, const MemoryPlan &plan) {
   info.bos_token_id = c.bos_token_id;
   info.n_eos = int32_t(std::min<size_t>(c.eos_token_ids.size(), 8));
   for (int i = 0; i < info.n_eos; ++i) info.eos_token_ids[i] = c.eos_token_ids[i];
+}
+
+void Engine::make_state_slots(Decoder &d, int32_t n) {
+  // As the KV pool: a fixed set holds what the decoder made of it (all n, or fewer where the device could not map in
+  // chunks and the decoder kept its load-time slots); a growing one the plan's n, of which the load mapped the base.
+  const int32_t chunk = d.state_slot_chunk(), mapped = d.state_slots_mapped();
+  const int32_t total = chunk == 0 && mapped >= 0 ? std::min(n, mapped) : n;
+  slots_ = std::make_unique<StateSlots>(total);
+  slots_base_ = total;
+  if (chunk == 0) return;
+  slots_base_ = std::clamp(mapped, 0, total);
+  Decoder *dp = &d;
+  // (a backend error other than running out of memory must not escape the step thread: see the KV pool's)
+  slots_->set_growth(slots_base_, chunk, [dp](int32_t slots) {
+    try {
+      return slots > dp->state_slots_mapped() ? dp->grow_state_slots(slots) : dp->trim_state_slots(slots);
+    } catch (const std::exception &ex) {
+      std::fprintf(stderr, "vtengine: the state slots could not be resized to %d: %s\n", slots, ex.what());
+      return dp->state_slots_mapped();
+    }
+  });
 }
 
 std::unique_ptr<Engine> Engine::with_decoder(std::unique_ptr<Decoder> decoder, const ModelConfig &c,
@@ -184,7 +206,8 @@ vt_memory_report Engine::memory() {
   r.kv_cache_resident_bytes = kv_ ? kv_->resident_bytes() : resident >= 0 ? resident : kv_bytes_;
   r.kv_blocks_total = kv_blocks_;
   r.kv_blocks_mapped = blocks_mapped_.load();
-  r.state_slot_bytes = state_slot_bytes_;
+  const int64_t slots = slot_resident_.load();
+  r.state_slot_bytes = slots >= 0 ? slots : state_slot_bytes_;
   r.weight_skipped_bytes = weight_skipped_bytes_;
   r.weight_skipped_resident_bytes = checkpoint_ ? checkpoint_->skipped_resident_bytes() : 0;
   r.kv_blocks_used = int32_t(blocks_used_.load());
@@ -224,13 +247,14 @@ vt_memory_estimate Engine::estimate(const std::string &dir, const vt_engine_para
   est.weight_mapped_bytes = plan.cuda ? 0 : w.bytes;
   est.kv_cache_bytes = plan.kv_cache_bytes + plan.state_slot_bytes;
   est.kv_cache_tokens = int64_t(plan.n_blocks) * plan.block_size;
-  est.kv_cache_initial_bytes = plan.kv_base_bytes + plan.state_slot_bytes;
+  est.kv_cache_initial_bytes = plan.kv_base_bytes + plan.state_slot_base_bytes;
   est.kv_cache_initial_tokens = int64_t(plan.n_blocks_base) * plan.block_size;
   est.workspace_bytes = plan.workspace_bytes;
   est.max_context = plan.max_context;
   est.host_available_bytes = host_memory_available();
   est.host_pinned_bytes = plan.cuda ? plan.host_pinned_bytes : 0;
   est.state_slot_bytes = plan.state_slot_bytes;
+  est.state_slot_initial_bytes = plan.state_slot_base_bytes;
   est.weight_skipped_bytes = w.skipped_bytes;
   return est;
 }
@@ -362,6 +386,7 @@ void Engine::emit(std::vector<vt_step_event> &events) {
   prefix_evictions_ = blocks_->evictions();
   blocks_mapped_ = blocks_->n_mapped();
   kv_resident_ = decoder_->kv_resident_bytes();
+  slot_resident_ = decoder_->state_slot_resident_bytes();
   if (events.empty()) return;
   vt_step_fn fn;
   void *user;
@@ -556,15 +581,20 @@ bool Engine::accept(Sequence &s, const SampleResult &r, vt_step_event &ev) {
 }
 
 bool Engine::trim_due() const {
-  return blocks_->grows() && !trim_tried_ && blocks_->n_mapped() > kv_base_ && inflight_.empty() &&
-         scheduler_->n_waiting() == 0 && scheduler_->n_running() == 0 && scheduler_->n_paused() == 0;
+  const bool kv_grown = blocks_->grows() && blocks_->n_mapped() > kv_base_;
+  const bool slots_grown = slots_ && slots_->grows() && slots_->n_mapped() > slots_base_;
+  return (kv_grown || slots_grown) && !trim_tried_ && inflight_.empty() && scheduler_->n_waiting() == 0 &&
+         scheduler_->n_running() == 0 && scheduler_->n_paused() == 0;
 }
 
 void Engine::trim_pool() {
   trim_tried_ = true;
-  blocks_->trim(kv_base_);  // (the decoder waits for its stream before it unmaps; errors leave the pool as it is)
+  // (the decoder waits for its stream before it unmaps; errors leave the pool and the slots as they are)
+  blocks_->trim(kv_base_);
+  if (slots_) slots_->trim(slots_base_);
   blocks_mapped_ = blocks_->n_mapped();
   kv_resident_ = decoder_->kv_resident_bytes();
+  slot_resident_ = decoder_->state_slot_resident_bytes();
   blocks_cached_ = blocks_->n_cached();
 }
 

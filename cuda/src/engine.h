@@ -65,8 +65,12 @@ class Engine {
   // plan_.kv_trim_delay_ms: no request waits, runs, is paused or has a step in flight (trim_due), and none came
   // meanwhile (loop). It keeps kv_base_ blocks (what the load mapped) and the prefixes cached in them; the cached
   // blocks above are evicted (BlockManager::trim). One try per idle spell (trim_tried_), whatever it achieved.
+  // The state slots that grow (Decoder::state_slot_chunk) are given back with the KV pool's chunks, down to
+  // slots_base_ (what the load mapped).
   bool trim_due() const;
   void trim_pool();
+  // slots_ over n slots, growing through the decoder where it maps them in chunks.
+  void make_state_slots(Decoder &d, int32_t n);
   bool trim_tried_ = false;
   // Ends every request of plan with an error event saying why (the step failed as a whole).
   void fail_plan(const std::vector<ScheduledChunk> &plan, const std::exception &ex, std::vector<vt_step_event> &events);
@@ -90,7 +94,9 @@ class Engine {
   int64_t host_pinned_bytes_ = 0;  // page-locked host staging of the CUDA backend (CudaDecoder::pinned_bytes)
   int32_t kv_blocks_ = 0, kv_block_size_ = 0;
   int32_t kv_base_ = 0;  // a growing pool's blocks mapped at load, kept when idle (trim_when_idle)
-  int64_t state_slot_bytes_ = 0, weight_skipped_bytes_ = 0;  // (of kv_bytes_; never read)
+  int32_t slots_base_ = 0;  // the same for the state slots
+  int64_t state_slot_bytes_ = 0;  // the plan's: every slot (memory() reports what the decoder holds where it says)
+  int64_t weight_skipped_bytes_ = 0;
   int64_t kv_bytes_ = 0, workspace_bytes_ = 0;  // kv_bytes_: the pool's ceiling (and the state slots), as reserved
   // The model's decoder (runner_ owns it): its backend's report, and a growing KV pool's chunks (step thread only).
   Decoder *decoder_ = nullptr;
@@ -116,6 +122,7 @@ class Engine {
   // grows and trims; -1: the decoder does not say (resident = reserved on a fixed device pool, mincore on the CPU).
   std::atomic<int32_t> blocks_mapped_{0};
   std::atomic<int64_t> kv_resident_{-1};
+  std::atomic<int64_t> slot_resident_{-1};  // of kv_resident_, the state slots' (-1: state_slot_bytes_)
   SamplerScratch sampler_scratch_;
   std::vector<int32_t> counts_scratch_;
   std::thread thread_;

@@ -103,10 +103,14 @@ void plan_pool(MemoryPlan &m, const vt_engine_params &p, int64_t weight_bytes, c
   const int64_t base_blocks = (std::max<int64_t>(m.max_context, 4096) + bs - 1) / bs;  // whole blocks, rounded up
   const int64_t need_blocks = (int64_t(m.max_context) + bs - 1) / bs;
   const std::string per_token = " (each token needs " + std::to_string(m.kv_bytes_per_token) + " bytes)";
-  // What the GPU's memory leaves the pool, after everything else the engine puts there.
-  const int64_t others = weight_bytes + m.workspace_bytes + m.state_slot_bytes + kGpuReserveBytes;
-  const std::string others_text = "weights " + mib(weight_bytes) + ", workspaces " + mib(m.workspace_bytes + m.state_slot_bytes) +
-                                  " and a " + mib(kGpuReserveBytes) + " reserve";
+  // What the GPU's memory leaves the pool, after everything else the engine puts there: of the state slots, all of
+  // them within a utilization budget (the engine stays inside it at its most), their base where the pool's ceiling
+  // is the free memory (the pool and the slots both grow into it as requests come; whichever finds it gone waits).
+  const auto others = [&](int64_t slots) { return weight_bytes + m.workspace_bytes + slots + kGpuReserveBytes; };
+  const auto others_text = [&](int64_t slots) {
+    return "weights " + mib(weight_bytes) + ", workspaces " + mib(m.workspace_bytes) +
+           (slots > 0 ? ", state slots " + mib(slots) : std::string()) + " and a " + mib(kGpuReserveBytes) + " reserve";
+  };
   int64_t n_blocks = base_blocks;
   bool fixed = gpu == nullptr || !gpu->vmm;
   if (p.kv_cache_bytes > 0) {
@@ -118,21 +122,23 @@ void plan_pool(MemoryPlan &m, const vt_engine_params &p, int64_t weight_bytes, c
                                      " or lower maxContext");
   } else if (gpu && p.gpu_memory_utilization > 0) {
     const int64_t budget = int64_t(double(gpu->total_bytes) * p.gpu_memory_utilization);
-    const int64_t kv = budget - others;
+    const int64_t kv = budget - others(m.state_slot_bytes);
     n_blocks = std::max<int64_t>(kv, 0) / block_bytes;
     if (n_blocks < need_blocks)
       fail(VT_ERR_OUT_OF_MEMORY, "gpuMemoryUtilization " + std::to_string(p.gpu_memory_utilization) + " gives this engine " +
-                                     mib(budget) + " of the GPU's " + mib(gpu->total_bytes) + ": " + others_text + " leave " +
+                                     mib(budget) + " of the GPU's " + mib(gpu->total_bytes) + ": " +
+                                     others_text(m.state_slot_bytes) + " leave " +
                                      mib(kv) + " for the KV cache, less than maxContext " + std::to_string(m.max_context) +
                                      " tokens need (" + mib(need_blocks * block_bytes) +
                                      "); raise gpuMemoryUtilization or lower maxContext (or maxBatchTokens, maxSeqs)");
   } else if (gpu && gpu->free_bytes >= 0 && gpu->vmm) {
     // By default the ceiling is what the GPU has free; the pool maps it only as requests need it. More than every
     // seat at maxContext could never be held at once (the cache lives in what they mapped).
-    const int64_t kv = gpu->free_bytes - others;
+    const int64_t kv = gpu->free_bytes - others(m.state_slot_base_bytes);
     n_blocks = std::min(std::max<int64_t>(kv, 0) / block_bytes, int64_t(m.max_seqs) * need_blocks);
     if (n_blocks < need_blocks)
-      fail(VT_ERR_OUT_OF_MEMORY, "the GPU has " + mib(gpu->free_bytes) + " free: " + others_text + " leave " + mib(kv) +
+      fail(VT_ERR_OUT_OF_MEMORY, "the GPU has " + mib(gpu->free_bytes) + " free: " + others_text(m.state_slot_base_bytes) +
+                                     " leave " + mib(kv) +
                                      " for the KV cache, less than maxContext " + std::to_string(m.max_context) +
                                      " tokens need (" + mib(need_blocks * block_bytes) +
                                      "); lower maxContext (or maxBatchTokens, maxSeqs), or free GPU memory");
@@ -156,6 +162,24 @@ void plan_pool(MemoryPlan &m, const vt_engine_params &p, int64_t weight_bytes, c
   m.kv_base_bytes = (base + chunk - 1) / chunk * chunk * block_bytes;  // the last chunk is mapped whole
 }
 
+// The state slots (MemoryPlan's slot fields): a slot per seat; a fixed set on the CPU and on a GPU that cannot map
+// in chunks, else a growing region laid out by cuda::slot_layout, whose load maps the first chunk.
+void plan_slots(MemoryPlan &m, const GpuFacts *gpu) {
+  if (!m.state.has_slots()) return;
+  // A slot per seat; a paused sequence keeps its own (taken back, as its blocks are, when the seats need it).
+  m.n_state_slots = m.max_seqs;
+  const int64_t slot_bytes = m.state.slot_elems() * int64_t(sizeof(float));
+  m.state_slot_stride = slot_bytes, m.state_slot_chunk = 0;
+  if (gpu && gpu->vmm) {
+    const StateSlotLayout l = state_slot_layout(slot_bytes, m.n_state_slots, gpu->granularity);
+    m.state_slot_stride = l.stride, m.state_slot_chunk = l.chunk;
+  }
+  m.state_slot_bytes = int64_t(m.n_state_slots) * m.state_slot_stride;
+  const bool grows = m.state_slot_chunk > 0;
+  m.n_state_slots_base = grows ? std::min(m.n_state_slots, m.state_slot_chunk) : m.n_state_slots;
+  m.state_slot_base_bytes = grows ? int64_t(m.state_slot_chunk) * m.state_slot_stride : m.state_slot_bytes;
+}
+
 }  // namespace
 
 MemoryPlan plan_memory_on(const ModelConfig &c, const vt_engine_params &p, int64_t weight_bytes, const GpuFacts *gpu) {
@@ -176,13 +200,10 @@ MemoryPlan plan_memory_on(const ModelConfig &c, const vt_engine_params &p, int64
   m.graph_first_use = p.cuda_graphs.first_use == 1;
   const ModelEntry &entry = model_entry(c);
   m.state = entry.state_layout(c);
-  if (m.state.has_slots()) {
-    // A slot per seat; a paused sequence keeps its own (taken back, as its blocks are, when the seats need it).
-    m.n_state_slots = m.max_seqs;
-    m.state_slot_bytes = int64_t(m.n_state_slots) * m.state.slot_elems() * int64_t(sizeof(float));
+  plan_slots(m, gpu);
+  if (m.state.has_slots())
     check_option(p.prefix_caching != 1, "prefixCaching is not available for " + c.architecture +
                                             ": its recurrent layers keep a state per sequence that cached K/V blocks cannot restore");
-  }
   m.prefix_caching = p.prefix_caching != -1 && !m.state.has_slots();
 
   // The CPU's KV cache is fp32; the GPU's is in the activation type (bf16 unless float32 was asked for).

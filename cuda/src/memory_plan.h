@@ -34,8 +34,16 @@ struct MemoryPlan {
   // enough that an idle server's memory is back within a second. Tests set 0.
   int32_t kv_trim_delay_ms = 1000;
   StateLayout state;            // what the model's layers keep per sequence (the registry's state_layout)
-  int32_t n_state_slots = 0;    // max_seqs when some layer keeps a state slot, else 0
-  int64_t state_slot_bytes = 0; // the slots in all (fp32 on every backend)
+  // The state slots (fp32 on every backend), laid out state_slot_stride bytes apart: a slot's bytes on the CPU and
+  // on a GPU without virtual memory management, where they are a fixed set held from the load; padded on a GPU that
+  // maps them in chunks as sequences need them (cuda::slot_layout), whose load maps the first chunk and keeps it when
+  // idle. The chunk's slots hold at least one sequence, so the engine can always run one, as its KV base guarantees.
+  int32_t n_state_slots = 0;    // max_seqs when some layer keeps a state slot, else 0: the ceiling
+  int64_t state_slot_bytes = 0; // the ceiling: every slot, n_state_slots x state_slot_stride
+  int64_t state_slot_stride = 0;
+  int32_t state_slot_chunk = 0;       // slots a chunk maps; 0: a fixed set
+  int32_t n_state_slots_base = 0;     // usable from the load on: the first chunk (a fixed set: all)
+  int64_t state_slot_base_bytes = 0;  // what the load maps of them: the first chunk, whole (a fixed set: all)
   int64_t workspace_bytes = 0;  // CPU: activations for max_batch_tokens rows, logits, sampler scratch (host);
                                 // CUDA: CudaDecoder::plan_workspace (device; backend/cuda/cuda_plan.h)
   int64_t activation_bytes = 0;  // CPU: the decoder's activations and scratch, of workspace_bytes (CpuModelOps)
@@ -77,9 +85,10 @@ MemoryPlan plan_memory(const ModelConfig &c, const vt_engine_params &p);
 
 // plan_memory with the KV pool's ceiling on the GPU: kv_cache_bytes when given; from gpu_memory_utilization,
 // utilization x the GPU's total memory less the weights (weight_bytes, as the checkpoint stores them), the device
-// workspaces, the state slots and kGpuReserveBytes; by default what the GPU has free now (its primary context
-// retained for the question: hold it across the load, CudaDeviceHold) less the same, at most max_seqs x
-// max_context tokens. On the CPU it is plan_memory(c, p).
+// workspaces, the state slots' ceiling (the budget holds both at their most) and kGpuReserveBytes; by default what
+// the GPU has free now (its primary context retained for the question: hold it across the load, CudaDeviceHold) less
+// the same but the state slots' base only (the pool and the slots then both grow into what is free, and either stops
+// where the device's memory ends), at most max_seqs x max_context tokens. On the CPU it is plan_memory(c, p).
 MemoryPlan plan_memory_for(const ModelConfig &c, const vt_engine_params &p, int64_t weight_bytes);
 
 // The sizing itself, given the GPU's facts (null: the CPU backend). plan_memory and plan_memory_for ask the device

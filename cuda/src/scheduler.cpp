@@ -98,8 +98,10 @@ bool Scheduler::admit_room(Sequence &s, int64_t n_tokens) {
 
 bool Scheduler::admit_slot(Sequence &s) {
   if (!slots_ || s.state_slot >= 0) return true;
-  // Every slot held: running sequences hold at most max_seqs - 1 of them here (there is a seat), so a paused one
-  // holds the rest; take one back as admit_room takes blocks.
+  // No slot to be had: every slot held (running sequences hold at most max_seqs - 1 of them here: there is a seat,
+  // so a paused one holds the rest), or every mapped one of a growing set whose device has no memory for more (then
+  // the slot may be a paused sequence's, or it waits until a running one finishes). Take one back as admit_room
+  // takes blocks.
   // (At most one per paused sequence: a loop that cannot end if a slot were not given back.)
   for (size_t left = paused_.size(); (s.state_slot = slots_->take()) < 0; --left)
     if (left == 0 || !evict_paused()) return false;

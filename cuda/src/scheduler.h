@@ -10,7 +10,8 @@
 // when it goes on.
 //
 // State slots (StateSlots; models whose layers keep a fixed-size state per sequence): a sequence takes one when it is
-// admitted and holds it as it holds its blocks; paused, it keeps both, and gives both back when taken back.
+// admitted and holds it as it holds its blocks; paused, it keeps both, and gives both back when taken back. Slots
+// that grow with demand may give none when the device has no memory for more: the sequence waits, as for blocks.
 //
 // Prefix caching (BlockManager): a sequence admitted from the queue (new, preempted or evicted while paused) first
 // takes the longest cached prefix of its tokens in whole blocks as its KV and computes only the rest; as its chunks

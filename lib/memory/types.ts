@@ -127,12 +127,14 @@ export interface EngineMemory {
   kvCache: {
     /**
      * The paged KV pool as reserved: its ceiling (virtual: on the CPU pages cost memory once written; on the GPU
-     * device memory is mapped in chunks as requests need blocks), with the state slots.
+     * device memory is mapped in chunks as requests need blocks), with the state slots' ceiling (a slot per seat).
      */
     bytes: number;
     /**
-     * Of `bytes`, the state slots: the fixed-size state each request keeps in a model's recurrent layers (Qwen3.5 /
-     * Qwen3.6's Gated DeltaNet), one slot per seat (`maxSeqs`); 0 for models without.
+     * The state slots' memory held now: the fixed-size state each request keeps in a model's recurrent layers
+     * (Qwen3.5 / Qwen3.6's Gated DeltaNet); 0 for models without. On the GPU the mapped chunks of slots, which grow
+     * as requests take slots (from one chunk at load) and shrink back when the engine is idle, at most a slot per
+     * seat (`maxSeqs`); on the CPU all of them, a slot per seat, part of `bytes` (their pages committed as written).
      */
     stateSlotBytes: number;
     /**
@@ -285,7 +287,10 @@ export interface MemoryEstimate {
   kvCache: {
     /** The KV pool's ceiling: what it may hold at most (with the state slots). */
     bytes: number;
-    /** Of `bytes`, the state slots of a model's recurrent layers (one per seat); 0 for models without. */
+    /**
+     * Of `bytes`, the state slots of a model's recurrent layers (one per seat, as laid out: padded on the GPU, where
+     * they are mapped in chunks as requests take them); 0 for models without.
+     */
     stateSlotBytes: number;
     /** Tokens the ceiling holds, over all sequences. */
     tokens: number;
@@ -293,11 +298,14 @@ export interface MemoryEstimate {
     bytesPerToken: number;
     /**
      * What the load maps, and the pool keeps when the engine is idle: on the GPU room for max(maxContext, 4096)
-     * tokens in whole chunks (at most the ceiling; more is mapped as requests need it); on the CPU the whole pool.
+     * tokens in whole chunks (at most the ceiling; more is mapped as requests need it) and the state slots' first
+     * chunk; on the CPU the whole pool.
      */
     initialBytes: number;
     /** Tokens `initialBytes` holds. */
     initialTokens: number;
+    /** Of `initialBytes`, the state slots: on the GPU their first chunk, on the CPU all of them; 0 for models without. */
+    stateSlotInitialBytes: number;
   };
   /** Activations, logits and sampler scratch. */
   workspaceBytes: number;

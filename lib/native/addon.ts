@@ -129,7 +129,7 @@ export interface NativeMemory {
   graphsCount: number;
   graphsBytes: number; // -1 = not measurable
   hostPinnedBytes: number; // page-locked host staging of the CUDA backend; 0 on the CPU
-  stateSlotBytes: number; // of kvCacheBytes, the recurrent layers' state slots
+  stateSlotBytes: number; // the recurrent layers' state slots held now (CUDA: the mapped chunks; CPU: all)
   weightSkippedBytes: number; // tensors the text model never reads (a vision tower, an MTP head)
   weightSkippedResidentBytes: number; // of those, in memory now (whole pages)
   gpuDevice: number; // CUDA ordinal; -1 on the CPU backend
@@ -155,6 +155,7 @@ export interface NativeEstimate {
   hostPinnedBytes: number; // page-locked host staging of the CUDA backend; 0 on the CPU
   stateSlotBytes: number; // of kvCacheBytes, the recurrent layers' state slots
   weightSkippedBytes: number; // tensors the text model never reads (a vision tower, an MTP head)
+  stateSlotInitialBytes: number; // of kvCacheInitialBytes, the state slots (CUDA: their first chunk; CPU: all)
 }
 
 /** @internal One GPU of NativeSystemInfo (vt_gpu_info). */

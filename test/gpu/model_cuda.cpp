@@ -9,7 +9,8 @@
 //   dense and variant logits differ by more than 1 wherever they are compared).
 // And the hybrid model (Qwen3.5: Gated DeltaNet and gated attention layers, models/qwen3_5_model.cpp) on the
 // fixtures' checkpoints (test/fixtures/qwen3_5-*), the CUDA decoder against the CPU decoder (which the golden check
-// holds to transformers) over steps a lone prompt never makes (run_hybrid).
+// holds to transformers) over steps a lone prompt never makes (run_hybrid), with the state slots allocated whole and
+// in a growing region (padded slots, mapped after the graphs were captured).
 //
 //   model_cuda        from the repository root (it reads test/fixtures); exit 0 when every check passed; 2 when
 //                     there is no usable GPU.
@@ -49,8 +50,11 @@ double run_cuda(const std::string &name, const RandomCheckpoint &ck, cuda::Act a
 // sequence and a decode row in one step; then decode steps of three sequences and of two, replayed from a graph of
 // bucket 4 where graphs are on, so with padding sequences beside them (which must touch no state slot: B holds
 // slot 0, A sits one step out holding slot 2). Returns the worst over the steps of max |cuda - cpu| / max |cpu|
-// over every row's logits.
-double run_hybrid(const std::string &fixture, cuda::Act act, bool graphs) {
+// over every row's logits. growing: the CUDA decoder's state slots in a growing region (cuda::KvPool of one plane),
+// each padded to whole granules (a stride far from a slot's values: the kernels must take the decoder's), one mapped
+// at load and the rest mapped after the graphs were captured (the addresses they hold stay valid), as the engine's
+// StateSlots would ask.
+double run_hybrid(const std::string &fixture, cuda::Act act, bool graphs, bool growing = false) {
   const std::string dir = "test/fixtures/" + fixture;
   const ModelConfig c = load_model_config(dir);
   const ModelEntry &entry = model_entry(c);
@@ -65,7 +69,15 @@ double run_hybrid(const std::string &fixture, cuda::Act act, bool graphs) {
   p.act = act, p.max_tokens = kRows, p.max_seqs = kSeats, p.max_logit_rows = kRows, p.n_blocks = kSeats;
   p.block_size = kBlock, p.max_context = 4 * kBlock, p.state = layout, p.n_state_slots = kSeats;
   if (graphs) p.graph_buckets = {4};
+  if (growing) {
+    const int64_t g = cuda::kv_pool_support(0).granularity, slot = layout.slot_elems() * 4;
+    p.slots_grow = true, p.n_state_slots_base = 1, p.state_slot_stride = (slot + g - 1) / g * g;
+  }
   CudaDecoder gpu_d(c, w, nullptr, p, nullptr);
+  if (growing) {
+    CHECK(gpu_d.state_slot_chunk() == 1 && gpu_d.state_slots_mapped() == 1);
+    CHECK(gpu_d.grow_state_slots(kSeats) == kSeats && gpu_d.state_slot_resident_bytes() == kSeats * p.state_slot_stride);
+  }
 
   struct Seq {
     int32_t slot, block, done = 0;  // state slot, its one KV block, positions computed
@@ -112,8 +124,10 @@ double run_hybrid(const std::string &fixture, cuda::Act act, bool graphs) {
     }
     worst = std::max(worst, err / scale);
   }
-  std::printf("%s on %s activations%s: max |logit - CPU decoder's| / max |CPU's| = %.2e over %zu steps\n",
-              fixture.c_str(), cuda::act_name(act), graphs ? " with graphs" : "", worst, steps.size());
+  std::printf("%s on %s activations%s%s: max |logit - CPU decoder's| / max |CPU's| = %.2e over %zu steps\n",
+              fixture.c_str(), cuda::act_name(act), graphs ? " with graphs" : "", growing ? ", growing slots" : "", worst,
+              steps.size());
+  if (growing) CHECK(gpu_d.trim_state_slots(1) == 1 && gpu_d.state_slot_resident_bytes() == p.state_slot_stride);
   return worst;
 }
 
@@ -153,6 +167,8 @@ int main() {
       CHECK(run_hybrid(fixture, cuda::Act::F32, graphs) < 1e-4);
       CHECK(run_hybrid(fixture, cuda::Act::BF16, graphs) < 5e-2);
     }
+    CHECK(run_hybrid(fixture, cuda::Act::F32, false, /*growing=*/true) < 1e-4);
+    CHECK(run_hybrid(fixture, cuda::Act::BF16, true, /*growing=*/true) < 5e-2);
   }
   std::printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed ? 1 : 0;

@@ -6,6 +6,11 @@
 // taken back while paused), or a sequence given another's slot mid-way changes its tokens; each request's tokens
 // are checked against the recurrence run here on its own. The decoder also checks, per slot, that each chunk starts
 // where the slot's last one ended. Also: StateLayout's arithmetic and the CPU KvCache's addressing by it.
+//
+// Slots that grow (Decoder::state_slot_chunk: the CUDA decoder's, mapped in chunks as sequences take them): the
+// decoder maps chunks as the engine asks, up to what its "device" has memory for, forgets the state of the slots it
+// unmaps, and records any step that uses a slot outside the mapped ones. When the device runs out requests wait for
+// a slot and all finish with the recurrence's tokens; once idle the engine gives the chunks above the base back.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -35,6 +40,7 @@ using fake_engine::FakeDecoder;
 namespace {
 
 constexpr int32_t kVocab = 64;
+constexpr int64_t kSlotBytes = 3 * sizeof(float);  // the layout's one recurrent layer keeps 3 values
 constexpr int64_t kMod = 2147483647;  // 2^31 - 1
 
 int64_t mix(int64_t state, int32_t token) { return (state * 1000003 + token + 1) % kMod; }
@@ -54,10 +60,55 @@ std::vector<int32_t> expected(const std::vector<int32_t> &prompt, int32_t max_to
 
 class RecurrentDecoder : public FakeDecoder {
  public:
-  RecurrentDecoder(int32_t n_slots, bool chaining)
-      : FakeDecoder(kVocab, chaining, 8), state_(size_t(n_slots), -1), next_pos_(size_t(n_slots), -1) {}
+  // chunk > 0: the slots grow in chunks of that many, the first chunk mapped at load, up to `capacity` slots.
+  RecurrentDecoder(int32_t n_slots, bool chaining, int32_t chunk = 0, int32_t capacity = 0)
+      : FakeDecoder(kVocab, chaining, 8), state_(size_t(n_slots), -1), next_pos_(size_t(n_slots), -1), n_slots_(n_slots),
+        chunk_(chunk), capacity_(capacity), mapped_(chunk > 0 ? std::min(chunk, n_slots) : n_slots) {}
   int max_distinct_slots = 0, fresh_starts = 0;
   std::vector<std::string> violations;
+
+  int32_t state_slot_chunk() const override { return chunk_; }
+  int32_t state_slots_mapped() const override { return chunk_ > 0 ? mapped_.load() : -1; }
+  int32_t grow_state_slots(int32_t slots) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++grows;
+    args_ok &= slots > mapped_ && slots <= n_slots_ && (slots % chunk_ == 0 || slots == n_slots_);
+    while (mapped_ < slots) {  // chunk by chunk, until the device's memory ends
+      const int32_t next = std::min(n_slots_, (mapped_ / chunk_ + 1) * chunk_);
+      if (next > capacity_) break;
+      mapped_ = next;
+    }
+    peak = std::max(peak, mapped_.load());
+    return mapped_;
+  }
+  int32_t trim_state_slots(int32_t slots) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    args_ok &= slots < mapped_ && slots % chunk_ == 0;
+    for (int32_t s = slots; s < mapped_; ++s) state_[size_t(s)] = -1, next_pos_[size_t(s)] = -2;  // gone: unmapped
+    mapped_ = slots;
+    ++trims;
+    cv_.notify_all();
+    return mapped_;
+  }
+  int64_t state_slot_resident_bytes() const override { return chunk_ > 0 ? int64_t(mapped_) * kSlotBytes : -1; }
+  // What the test reads, under the lock the step thread resizes under.
+  struct Counts {
+    int grows, trims;
+    int32_t mapped, peak;
+    bool args_ok;
+  };
+  Counts counts() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {grows, trims, mapped_, peak, args_ok};
+  }
+  void set_capacity(int32_t slots) {
+    std::lock_guard<std::mutex> lock(mu_);
+    capacity_ = slots;
+  }
+  bool wait_trimmed_to(int32_t slots, int seconds = 20) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(seconds), [&] { return mapped_ == slots; });
+  }
 
   // While set, steps wait: requests submitted one after another all meet in the batch, however slowly the
   // submitting thread runs (a sleep per step once let early ones finish before the last was submitted).
@@ -70,8 +121,9 @@ class RecurrentDecoder : public FakeDecoder {
     std::set<int32_t> seen;
     for (int32_t q = 0; q < b.attn.n_seqs; ++q) {
       const int32_t slot = b.state_slots[q], pos0 = b.attn.seq_pos0[q];
-      if (slot < 0 || slot >= int32_t(state_.size()) || !seen.insert(slot).second) {
-        violations.push_back("slot " + std::to_string(slot) + " out of range or twice in one step");
+      if (slot < 0 || slot >= mapped_ || !seen.insert(slot).second) {
+        violations.push_back("slot " + std::to_string(slot) + " out of range (" + std::to_string(mapped_) +
+                             " mapped) or twice in one step");
         continue;
       }
       int64_t &s = state_[size_t(slot)];
@@ -93,24 +145,34 @@ class RecurrentDecoder : public FakeDecoder {
  private:
   std::vector<int64_t> state_;
   std::vector<int32_t> next_pos_;  // per slot: the position its state has reached
+  int grows = 0, trims = 0;
+  int32_t peak = 0;
+  bool args_ok = true;
+  int32_t n_slots_, chunk_, capacity_;
+  std::atomic<int32_t> mapped_;
+  std::mutex mu_;
+  std::condition_variable cv_;
 };
 
 constexpr int32_t kSeats = 4;
 
-// An engine of kSeats seats and slots over a layout of an attention layer and a recurrent one; n_blocks KV blocks of
-// 16 tokens (few: preemptions).
-std::unique_ptr<Engine> make_engine(int32_t n_blocks, bool chaining, RecurrentDecoder **decoder) {
+// An engine of `seats` seats and slots over a layout of an attention layer and a recurrent one; n_blocks KV blocks
+// of 16 tokens (few: preemptions). chunk > 0: slots that grow (RecurrentDecoder's).
+std::unique_ptr<Engine> make_engine(int32_t n_blocks, bool chaining, RecurrentDecoder **decoder, int32_t seats = kSeats,
+                                    int32_t chunk = 0, int32_t capacity = 0) {
   ModelConfig c;
   c.architecture = "test", c.vocab_size = kVocab, c.max_position_embeddings = 1024;
   c.eos_token_ids = {kVocab - 1};
   MemoryPlan m;
-  m.max_context = 256, m.block_size = 16, m.max_seqs = kSeats, m.max_batch_tokens = 64, m.n_blocks = n_blocks;
+  m.max_context = 256, m.block_size = 16, m.max_seqs = seats, m.max_batch_tokens = 64, m.n_blocks = n_blocks;
   m.state = StateLayout(2, 8);
   m.state.add_attention();
   m.state.add_slot(3);
-  m.n_state_slots = kSeats;
+  m.n_state_slots = seats;
+  m.state_slot_bytes = seats * kSlotBytes;
   m.prefix_caching = false;  // (as plan_memory has it for a model with slots)
-  auto d = std::make_unique<RecurrentDecoder>(kSeats, chaining);
+  m.kv_trim_delay_ms = 0;    // (the trims here are waited for, not timed)
+  auto d = std::make_unique<RecurrentDecoder>(seats, chaining, chunk, capacity);
   *decoder = d.get();
   return Engine::with_decoder(std::move(d), c, m);
 }
@@ -209,6 +271,58 @@ void paused_gives_back() {
   CHECK(d->violations.empty());
 }
 
+// Slots that grow, on a device with memory for 4 of 8 (chunks of 2, the first mapped at load): 16 requests through 8
+// seats wait for a slot as the device runs out, none lost, every one the recurrence's tokens, no slot used outside
+// the mapped ones; the report follows the mapped slots, and once idle the engine trims them back to its base. With
+// memory back, 8 run side by side.
+void slots_grow(bool chaining) {
+  const std::string mode = std::string("growing slots") + (chaining ? ", chained" : "");
+  RecurrentDecoder *d = nullptr;
+  auto e = make_engine(64, chaining, &d, 8, 2, 4);
+  Events ev;
+  e->set_step_callback(&Events::on_step, &ev);
+  record(e->memory().state_slot_bytes == 2 * kSlotBytes, mode + ": the first chunk mapped at load, and reported");
+  std::vector<uint64_t> ids;
+  std::vector<std::vector<int32_t>> prompts;
+  d->held = true;
+  for (int i = 0; i < 16; ++i) {
+    prompts.push_back(prompt_of(40 + i));
+    ids.push_back(e->submit(prompts.back().data(), int32_t(prompts.back().size()), greedy(20 + i % 5)));
+  }
+  d->held = false;
+  record(ev.wait_finished(ids), mode + ": every request ends");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::lock_guard<std::mutex> lock(ev.mu);
+    record(ev.tokens[ids[i]] == expected(prompts[i], 20 + int32_t(i) % 5), mode + " request " + std::to_string(i) + ": its tokens");
+    record(ev.finishes[ids[i]] == std::vector<int32_t>{VT_FINISH_LENGTH}, mode + " request " + std::to_string(i) + ": one finish");
+  }
+  record(d->wait_trimmed_to(2), mode + ": trimmed back to the base once idle");
+  RecurrentDecoder::Counts n = d->counts();
+  record(n.peak == 4 && n.grows >= 2 && n.trims >= 1 && n.args_ok, mode + ": grew to what the device had, then trimmed");
+  record(d->max_distinct_slots == 4, mode + ": 4 at once, the slots the device had");
+  for (int t = 0; t < 400 && e->memory().state_slot_bytes != 2 * kSlotBytes; ++t)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  record(e->memory().state_slot_bytes == 2 * kSlotBytes, mode + ": the report after the trim");
+
+  // Memory back: the trim lifted the limit, so the slots grow to all 8 for 8 requests at once.
+  d->set_capacity(8);
+  d->max_distinct_slots = 0;
+  std::vector<uint64_t> late;
+  const std::vector<int32_t> one = {9};
+  d->held = true;
+  for (int i = 0; i < 8; ++i) late.push_back(e->submit(one.data(), 1, greedy(15)));
+  d->held = false;
+  record(ev.wait_finished(late), mode + ": the second round ends");
+  {
+    std::lock_guard<std::mutex> lock(ev.mu);
+    for (uint64_t id : late) record(ev.tokens[id] == expected(one, 15), mode + ": second round's tokens");
+  }
+  record(d->max_distinct_slots == 8 && d->counts().peak == 8, mode + ": grew past the old limit after the trim");
+  record(d->wait_trimmed_to(2), mode + ": trimmed again");
+  for (const std::string &v : d->violations) record(false, mode + ": " + v);
+  CHECK(d->violations.empty());
+}
+
 // A layout of attention, recurrent and stateless layers: each kind numbered apart, the slots' parts side by side,
 // K/V bytes of the attention layers only; the CPU cache's planes and slot parts where the layout puts them.
 void layout_and_cache() {
@@ -260,6 +374,8 @@ int main() {
   through_few_slots(false);
   through_few_slots(true);
   paused_gives_back();
+  slots_grow(false);
+  slots_grow(true);
   std::printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed ? 1 : 0;
 }

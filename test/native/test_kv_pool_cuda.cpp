@@ -3,7 +3,10 @@
 // addresses: data written before a growth is still there after it), unmapped and released by a trim (the device's
 // free memory, cuMemGetInfo, follows both ways), chunks mapped again after a trim zeroed (not stale), a growth past
 // what the device has stopping short without an exception, and pools made and destroyed in a loop giving all their
-// memory back. Free-memory figures are compared within a slack of a few MiB (the driver's own page tables).
+// memory back. Free-memory figures are compared within a slack of a few MiB (the driver's own page tables). And the
+// CUDA decoder's state slots as such a pool (one plane whose blocks are slots of odd sizes, cuda::slot_layout's
+// strides): chunks of whole granules, slots that straddle granules written and read back across a growth, zeroed
+// when mapped again after a trim.
 //
 // Without a usable GPU (no driver, no device, or a build without kernels) it prints "skipped: <reason>" and exits 0.
 // scripts/gpu-check.sh builds it into .gpu-out/ and runs it there.
@@ -179,6 +182,51 @@ void cycles(const Context &ctx, CUstream s) {
   CHECK(leaked <= kSlack && leaked >= -kSlack);
 }
 
+// State slots: a pool of one plane whose blocks are slots, at the strides slot_layout gives Qwen3.5-0.8B's slot
+// (20,201,472 bytes) at 256 seats (padded to 512 KiB: 4 slots a chunk) and at 16 (whole granules: 1 a chunk), and a
+// tiny unpadded one (31,488 bytes at a stride of its own: thousands a chunk, mapped whole below the ceiling).
+void slot_regions(const Context &ctx, CUstream s) {
+  const KvPoolSupport support = kv_pool_support(ctx.ordinal());
+  if (!support.vmm) return;
+  const int64_t g = support.granularity, free0 = ctx.free_bytes();
+  struct Case {
+    int64_t stride;
+    int32_t ceiling, base;
+  };
+  const Case cases[] = {{slot_layout(20201472, 256, g).stride, 40, 1},
+                        {slot_layout(20201472, 16, g).stride, 16, 1},
+                        {31488, 100, 1}};
+  for (const Case &c : cases) {
+    KvPool pool(ctx, s, 1, c.stride, c.ceiling, c.base, /*grows=*/true);
+    synchronize(s);
+    const int32_t chunk = kv_chunk_blocks(c.stride, g);
+    const int32_t first = std::min(c.ceiling, chunk);
+    std::printf("slots of %lld bytes: %d a chunk (%lld MiB)\n", (long long)c.stride, chunk,
+                (long long)(int64_t(chunk) * c.stride >> 20));
+    CHECK(pool.chunk_blocks() == chunk && (int64_t(chunk) * c.stride) % g == 0);
+    CHECK(pool.mapped_blocks() == first && pool.mapped_bytes() == int64_t(chunk) * c.stride);
+    CHECK(pool.ceiling_bytes() == int64_t(c.ceiling) * c.stride);
+    CHECK(all(read(pool, s, 0, 0, first, c.stride), 0));
+    fill(pool, s, 0, 0, first, c.stride, 0x5a);
+    if (first == c.ceiling) {  // one chunk holds them all: nothing to grow
+      CHECK(pool.grow(c.ceiling) == c.ceiling && pool.trim(1) == c.ceiling);
+      continue;
+    }
+    // The next chunks: new slots zero, the old ones as written, across the granules they straddle.
+    const int32_t grown = std::min(c.ceiling, 3 * chunk);
+    CHECK(pool.grow(grown) == grown && pool.mapped_bytes() == int64_t(grown / chunk) * chunk * c.stride);
+    CHECK(all(read(pool, s, 0, 0, first, c.stride), 0x5a) && all(read(pool, s, 0, first, grown, c.stride), 0));
+    fill(pool, s, 0, first, grown, c.stride, 0x6b);
+    CHECK(all(read(pool, s, 0, grown - 1, grown, c.stride), 0x6b));
+    // Trimmed to the first chunk and grown again: what stays is intact, what comes back is zeroed.
+    CHECK(pool.trim(1) == first && pool.mapped_bytes() == int64_t(chunk) * c.stride);
+    CHECK(pool.grow(grown) == grown);
+    CHECK(all(read(pool, s, 0, 0, first, c.stride), 0x5a) && all(read(pool, s, 0, first, grown, c.stride), 0));
+  }
+  const int64_t leaked = free0 - ctx.free_bytes();
+  CHECK(leaked <= kSlack && leaked >= -kSlack);
+}
+
 // A fixed pool: one allocation, zeroed, the plane stride its n_blocks blocks.
 void fixed_pool(const Context &ctx, CUstream s) {
   const int64_t block = 4096;
@@ -202,6 +250,7 @@ int main() {
     Stream stream;
     grow_and_trim(ctx, stream.get());
     fixed_pool(ctx, stream.get());
+    slot_regions(ctx, stream.get());
     cycles(ctx, stream.get());
     timing(ctx, stream.get());
     out_of_memory(ctx, stream.get());

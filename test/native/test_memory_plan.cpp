@@ -2,7 +2,8 @@
 // bucket list it plans — given buckets as they are, else the default rule, checked here against the rule written
 // out independently (powers of two up to min(max_batch or 256, max_seqs), plus that bound when it is not one).
 // And the KV pool: the CPU's default rounded up to whole blocks (maxContext 9000 loads), and the CUDA pool's
-// ceiling, base and chunks on made-up GPUs (plan_memory_on), with the errors naming the option that fixes them.
+// ceiling, base and chunks on made-up GPUs (plan_memory_on), with the errors naming the option that fixes them; and a
+// hybrid model's state slots, fixed or growing.
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -410,6 +411,57 @@ static void fused_swiglu_scratch() {
   CHECK(vt::CudaDecoder::plan_workspace(c, p, 132, false).total == f32_lt);
 }
 
+// A hybrid model's state slots (the qwen3_5-f32 fixture: 3 Gated DeltaNet layers, 31,488 bytes a slot), a slot per
+// seat: a fixed set on the CPU and on a GPU without virtual memory management; on one with it a growing region,
+// padded to 32 KiB a slot so that a chunk (one 2 MiB granule) holds 64 of them (cuda::slot_layout), of which the load
+// maps the first. The default ceiling leaves room for that base only (the pool and the slots both grow into what is
+// free); a utilization budget for all of them (the engine stays inside it at its most).
+static void hybrid_slots() {
+  const vt::ModelConfig c = vt::load_model_config("test/fixtures/qwen3_5-f32");
+  vt_engine_params p = default_params();
+  p.device = VT_DEVICE_CPU;
+  const vt::MemoryPlan cpu = vt::plan_memory(c, p);
+  const int64_t slot = cpu.state.slot_elems() * 4;
+  CHECK(slot == 31488 && cpu.n_state_slots == 64 && cpu.state_slot_stride == slot && cpu.state_slot_chunk == 0);
+  CHECK(cpu.state_slot_bytes == 64 * slot && cpu.n_state_slots_base == 64 && cpu.state_slot_base_bytes == 64 * slot);
+
+  p = cuda_params();
+  const int64_t weights = int64_t(300) << 20;
+  const vt::MemoryPlan big = vt::plan_memory_on(c, p, weights, ptr(gpu(int64_t(60) << 30)));
+  CHECK(big.n_state_slots == 256 && big.state_slot_stride == 32768 && big.state_slot_chunk == 64);
+  CHECK(big.state_slot_bytes == 256 * 32768 && big.n_state_slots_base == 64 && big.state_slot_base_bytes == 2 << 20);
+  const vt::CudaDecoderParams cp = vt::cuda_decoder_params(big, p);
+  CHECK(cp.slots_grow && cp.n_state_slots == 256 && cp.n_state_slots_base == 64 && cp.state_slot_stride == 32768);
+  // Four seats: the first chunk is the whole region (a granule, of which the slots take four).
+  p.max_seqs = 4;
+  const vt::MemoryPlan four = vt::plan_memory_on(c, p, weights, ptr(gpu(int64_t(60) << 30)));
+  CHECK(four.n_state_slots == 4 && four.n_state_slots_base == 4 && four.state_slot_bytes == 4 * four.state_slot_stride);
+  CHECK(four.state_slot_base_bytes == int64_t(four.state_slot_chunk) * four.state_slot_stride);
+  CHECK(four.state_slot_base_bytes % (2 << 20) == 0);
+  p.max_seqs = 0;
+
+  // The default ceiling: what is free less the slots' base (not all 256 slots).
+  const int64_t block_bytes = big.kv_bytes_per_token * big.block_size;
+  const int64_t others = weights + big.workspace_bytes + big.state_slot_base_bytes + vt::kGpuReserveBytes;
+  const vt::MemoryPlan tight = vt::plan_memory_on(c, p, weights, ptr(gpu(others + 1000 * block_bytes + 5)));
+  CHECK(tight.n_blocks == 1000);
+  const std::string m = oom_message([&] { vt::plan_memory_on(c, p, weights, ptr(gpu(others + 10 * block_bytes))); });
+  CHECK(names(m, "state slots 2 MiB") && names(m, "lower maxContext"));
+
+  // A utilization budget holds every slot.
+  p.gpu_memory_utilization = 0.5;
+  const vt::MemoryPlan share = vt::plan_memory_on(c, p, weights, ptr(gpu(int64_t(60) << 30)));
+  const int64_t kv = (int64_t(40) << 30) - weights - share.workspace_bytes - share.state_slot_bytes - vt::kGpuReserveBytes;
+  CHECK(share.n_blocks == kv / block_bytes && share.state_slot_chunk == 64);
+  p.gpu_memory_utilization = 0;
+
+  // No virtual memory management: all of them at load, unpadded.
+  const vt::MemoryPlan old = vt::plan_memory_on(c, p, weights, ptr(gpu(int64_t(60) << 30, /*vmm=*/false)));
+  CHECK(old.state_slot_chunk == 0 && old.state_slot_stride == slot && old.n_state_slots_base == 256);
+  CHECK(old.state_slot_base_bytes == 256 * slot && old.state_slot_bytes == 256 * slot);
+  CHECK(!vt::cuda_decoder_params(old, p).slots_grow);
+}
+
 int main() {
   fused_swiglu_scratch();
   gpu_memory_utilization();
@@ -422,6 +474,7 @@ int main() {
   cuda_pool_default();
   cuda_pool_given();
   qwen3_chunks();
+  hybrid_slots();
   std::printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed ? 1 : 0;
 }

@@ -38,6 +38,7 @@ function native(p: NativeLoadParams, available: number, maxPositions = 40_960): 
     hostPinnedBytes: 0,
     stateSlotBytes: 0,
     weightSkippedBytes: 0,
+    stateSlotInitialBytes: 0,
   };
   function poolTokens(q: NativeLoadParams, m: number): number {
     if (q.kvCacheBytes > 0) return Math.floor(Math.floor(q.kvCacheBytes / PER_TOKEN) / bs) * bs;
@@ -63,7 +64,7 @@ describe('toMemoryEstimate', () => {
       device: 'cpu',
       maxContext: 2048,
       weights: { totalBytes: 1_192_099_840, deviceBytes: 0, hostBytes: HOST_WEIGHTS, mappedBytes: 1_192_099_840, skippedBytes: 0 },
-      kvCache: { bytes: 4096 * PER_TOKEN, stateSlotBytes: 0, tokens: 4096, bytesPerToken: PER_TOKEN, initialBytes: 4096 * PER_TOKEN, initialTokens: 4096 },
+      kvCache: { bytes: 4096 * PER_TOKEN, stateSlotBytes: 0, tokens: 4096, bytesPerToken: PER_TOKEN, initialBytes: 4096 * PER_TOKEN, initialTokens: 4096, stateSlotInitialBytes: 0 },
       workspaceBytes: WORKSPACE,
       pinnedHostBytes: 0,
       totals: { hostHeapBytes: HOST_WEIGHTS + 4096 * PER_TOKEN + WORKSPACE, pageCacheBytes: 1_192_099_840, deviceBytes: 0 },
@@ -93,6 +94,7 @@ describe('toMemoryEstimate', () => {
       bytesPerToken: PER_TOKEN,
       initialBytes: 8192 * PER_TOKEN,
       initialTokens: 8192,
+      stateSlotInitialBytes: 0,
     });
     // What the load takes: the pool's initial part, not its ceiling.
     expect(est.totals).toStrictEqual({
@@ -165,9 +167,38 @@ describe('estimateMemory', () => {
       bytesPerToken: PER_TOKEN,
       initialBytes: 496 * PER_TOKEN,
       initialTokens: 496,
+      stateSlotInitialBytes: 0,
     });
     expect(est.fits).toBe(false);
     expect(est.suggestedOptions).toStrictEqual({ kvCacheBytes: 1024 * PER_TOKEN });
+  });
+
+  it("keeps a GPU's state slots apart when it resizes a too-small pool: their ceiling in bytes, their first chunk in the initial bytes", async () => {
+    const p = params({ device: 'cuda', maxContext: 1024, kvCacheBytes: 500 * PER_TOKEN + 7 });
+    // A hybrid model on a GPU: 256 slots of 20 MiB as its ceiling, the load maps a chunk of 4 of them.
+    const slots = 256 * 20 * 2 ** 20, firstChunk = 4 * 20 * 2 ** 20;
+    const gpu = (q: NativeLoadParams): NativeEstimate => ({
+      ...native(q, 20 * GiB),
+      weightDeviceBytes: 1_192_099_840,
+      weightMappedBytes: 0,
+      kvCacheBytes: 400_000 * PER_TOKEN + slots,
+      kvCacheTokens: 400_000,
+      kvCacheInitialBytes: 8192 * PER_TOKEN + firstChunk,
+      kvCacheInitialTokens: 8192,
+      stateSlotBytes: slots,
+      stateSlotInitialBytes: firstChunk,
+    });
+    const est = await estimateMemory(addon(async (q) => (q.kvCacheBytes === 0 ? gpu(q) : Promise.reject(oom))), '/m', p);
+    expect(est.kvCache).toStrictEqual({
+      tokens: 496,
+      bytes: 496 * PER_TOKEN + slots,
+      stateSlotBytes: slots,
+      bytesPerToken: PER_TOKEN,
+      initialBytes: 496 * PER_TOKEN + firstChunk,
+      initialTokens: 496,
+      stateSlotInitialBytes: firstChunk,
+    });
+    expect(est.totals.deviceBytes).toBe(1_192_099_840 + 496 * PER_TOKEN + firstChunk + WORKSPACE);
   });
 
   it('turns other native failures into EngineErrors', async () => {

@@ -96,6 +96,22 @@ class Decoder {
   virtual int32_t trim_kv(int32_t blocks) { return blocks; }
   // The memory the KV pool and the state slots hold now (the mapped chunks of a growing pool); -1: as reserved.
   virtual int64_t kv_resident_bytes() const { return -1; }
+
+  // The state slots' memory (models whose layers keep a state slot), the same way: a backend that maps it in chunks
+  // as slots are needed (the CUDA decoder's) says so here, and the engine's StateSlots asks through these, on the
+  // step thread only. The defaults are a fixed set, every slot usable from the start (the CPU's slots are in its
+  // KvCache's lazily committed mapping already). state_slot_chunk(): slots per chunk; 0: the set is fixed.
+  virtual int32_t state_slot_chunk() const { return 0; }
+  // Slots usable now; -1: as many as the plan's n_state_slots.
+  virtual int32_t state_slots_mapped() const { return -1; }
+  // Maps chunks until the first `slots` slots are usable; returns the slots usable after: fewer than asked when the
+  // device ran out of memory part-way (what was mapped stays mapped; no exception for that).
+  virtual int32_t grow_state_slots(int32_t slots) { return slots; }
+  // Unmaps the chunks above the first `slots` slots, once the work queued before has finished; returns the slots
+  // usable after. No sequence holds a slot there.
+  virtual int32_t trim_state_slots(int32_t slots) { return slots; }
+  // The memory the state slots hold now (of kv_resident_bytes); -1: the plan's state_slot_bytes.
+  virtual int64_t state_slot_resident_bytes() const { return -1; }
 };
 
 }  // namespace vt

@@ -50,6 +50,18 @@ int32_t CudaDecoder::trim_kv(int32_t blocks) {
   return kv_->trim(blocks);  // (waits for the stream first)
 }
 
+int32_t CudaDecoder::grow_state_slots(int32_t slots) {
+  if (!slots_) return 0;
+  ctx_->make_current();
+  return slots_->grow(slots);
+}
+
+int32_t CudaDecoder::trim_state_slots(int32_t slots) {
+  if (!slots_) return 0;
+  ctx_->make_current();
+  return slots_->trim(slots);  // (waits for the stream first)
+}
+
 bool CudaDecoder::processors_on_device(const ModelConfig &c, const CudaTuning &t) {
   return t.penalties_on_device && t.sample_on_device && c.vocab_size <= cuda::Ops::kSampleMaxVocab;
 }
@@ -137,11 +149,18 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   const int64_t KVD = int64_t(c_.n_kv_heads) * c_.head_dim;
   const int64_t R = std::max(p.max_logit_rows, 1), S = std::max(p.max_seqs, 1);
   // The KV pool's planes (K and V of each attention layer) in blocks of plane_block bytes, of which the first
-  // base_blocks are mapped at load (the rest of the ceiling as requests need them: cuda::KvPool), and the slots.
+  // base_blocks are mapped at load (the rest of the ceiling as requests need them: cuda::KvPool), and the state
+  // slots the same way, slot_stride bytes apart, the first base_slots mapped at load.
   const int64_t plane_block = int64_t(p.block_size) * KVD * int64_t(as);
   const int32_t base_blocks = p.n_blocks_base > 0 ? std::min(p.n_blocks_base, p.n_blocks) : p.n_blocks;
-  const int64_t slot_bytes = int64_t(p.n_state_slots) * p.state.slot_elems() * int64_t(sizeof(float));
-  const int64_t kv_total = plane_block * 2 * p.state.n_paged() * base_blocks + slot_bytes;
+  const int64_t slot_bytes = p.state.slot_elems() * int64_t(sizeof(float));
+  const int64_t slot_stride = p.state_slot_stride > 0 ? p.state_slot_stride : slot_bytes;
+  if (slot_stride < slot_bytes || slot_stride % int64_t(sizeof(float)) != 0)
+    fail(VT_ERR_INTERNAL, "CudaDecoder: a state slot stride of " + std::to_string(slot_stride) + " bytes for slots of " +
+                              std::to_string(slot_bytes));
+  const int32_t n_slots = slot_bytes > 0 ? std::max(p.n_state_slots, 0) : 0;
+  const int32_t base_slots = p.n_state_slots_base > 0 ? std::min(p.n_state_slots_base, n_slots) : n_slots;
+  const int64_t kv_total = plane_block * 2 * p.state.n_paged() * base_blocks + slot_stride * base_slots;
   const Workspace ws = plan_workspace(c_, p, ctx_->sm_count(), blas_ != nullptr);
   table_width_ = ws.table_width, attn_rows_ = ws.attn_rows;
   meta_elems_ = ws.meta_elems;
@@ -184,14 +203,23 @@ CudaDecoder::CudaDecoder(const ModelConfig &config, const Weights &w, const Chec
   head_norm_ = ops_->has_gemv_norm_head() && p.act == cuda::Act::BF16 &&
                mops_->matrix(model_->head()).dtype == DType::BF16;
 
-  // The pool zeroes what it maps (kv_pool.h says why); the slots start zeroed too.
+  // The pool zeroes what it maps (kv_pool.h says why); so does the slots' (a fresh sequence never reads its slot:
+  // only a slot a graph's padding rows would never touch, and none does, could see anything else).
   kv_ = std::make_unique<cuda::KvPool>(*ctx_, stream_->get(), 2 * p.state.n_paged(), plane_block, p.n_blocks,
                                        base_blocks, p.kv_grows);
-  slots_ = cuda::DeviceBuffer(size_t(slot_bytes));
-  if (slot_bytes > 0)
-    cuda::check(cuda::driver().cuMemsetD8Async(slots_.ptr(), 0, slots_.bytes(), stream_->get()), "cuMemsetD8Async(slots)");
+  if (n_slots > 0) {
+    // Where the device cannot map in chunks the slots are all allocated at load, as many as the plan has (never
+    // cut to the base, as a KV pool's ceiling is: maxSeqs already bounds them). (The plan has seen the same device
+    // attribute and made them fixed then: this only guards a caller that asks for growth regardless.)
+    const bool grows = p.slots_grow && cuda::kv_pool_support(ctx_->ordinal()).vmm;
+    cuda::KvPoolNames names;
+    names.pool = "state slots", names.blocks = "slots", names.fixed_advice = "maxSeqs sets how many";
+    names.base_advice = "lower maxContext (or maxBatchTokens, maxSeqs)";
+    slots_ = std::make_unique<cuda::KvPool>(*ctx_, stream_->get(), 1, slot_stride, n_slots, grows ? base_slots : n_slots,
+                                            grows, names);
+  }
   mops_->set_kv(kv_->base(), kv_->plane_stride(), p.state);
-  mops_->set_state_slots(slots_.ptr());
+  mops_->set_state_slots(slots_ ? slots_->base() : 0, slot_stride / int64_t(sizeof(float)));
   last_ = scratch(R * H, 4), last_act_ = scratch(R * H, as);
   logits_ = scratch(R * V, sizeof(float));
   ids_ = scratch(R, 4), lps_ = scratch(R, 4);

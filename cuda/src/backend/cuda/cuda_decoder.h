@@ -48,7 +48,10 @@ struct CudaDecoderParams {
   int32_t n_blocks_base = 0;             // blocks usable from the load on and kept when idle; 0: n_blocks
   bool kv_grows = false;                 // map the pool in chunks as blocks are needed (cuda::KvPool); false: all at load
   StateLayout state;            // what each layer keeps per sequence: sizes the KV pool (and the state slots)
-  int32_t n_state_slots = 0;    // state slots (fp32, state.slot_elems() each), in slots_
+  int32_t n_state_slots = 0;    // state slots (fp32, state.slot_elems() each), in slots_: their ceiling
+  int32_t n_state_slots_base = 0;  // slots usable from the load on and kept when idle; 0: n_state_slots
+  int64_t state_slot_stride = 0;   // bytes from one slot to the next (cuda::slot_layout); 0: a slot's bytes
+  bool slots_grow = false;         // map the slots in chunks as they are needed; false: all at load
   int32_t max_context = 0;             // keys per sequence at most (sizes block tables and attention splits)
   std::vector<int32_t> graph_buckets;  // decode batch sizes to capture, ascending; empty = no graphs
   bool graph_dedup = false;
@@ -106,13 +109,20 @@ class CudaDecoder : public Decoder {
   const std::string &device_name() const { return ctx_->name(); }
   const cuda::Context &context() const { return *ctx_; }  // its figures for memory reports (mem_info, name)
   int64_t weight_device_bytes() const { return mops_->weight_bytes(); }
-  int64_t kv_bytes() const { return kv_->ceiling_bytes() + int64_t(slots_.bytes()); }  // the KV pool's ceiling and the slots
+  // The KV pool's ceiling and the state slots' (every slot, stride apart).
+  int64_t kv_bytes() const { return kv_->ceiling_bytes() + (slots_ ? slots_->ceiling_bytes() : 0); }
   // The KV pool grows and shrinks in chunks (cuda::KvPool; Decoder's kv_* say how the engine uses them).
   int32_t kv_chunk_blocks() const override { return kv_->chunk_blocks(); }
   int32_t kv_mapped_blocks() const override { return kv_->mapped_blocks(); }
   int32_t grow_kv(int32_t blocks) override;
   int32_t trim_kv(int32_t blocks) override;
-  int64_t kv_resident_bytes() const override { return kv_->mapped_bytes() + int64_t(slots_.bytes()); }
+  int64_t kv_resident_bytes() const override { return kv_->mapped_bytes() + state_slot_resident_bytes(); }
+  // The state slots grow and shrink the same way (a KvPool of one plane whose blocks are slots).
+  int32_t state_slot_chunk() const override { return slots_ ? slots_->chunk_blocks() : 0; }
+  int32_t state_slots_mapped() const override { return slots_ ? slots_->mapped_blocks() : -1; }
+  int32_t grow_state_slots(int32_t slots) override;
+  int32_t trim_state_slots(int32_t slots) override;
+  int64_t state_slot_resident_bytes() const override { return slots_ ? slots_->mapped_bytes() : 0; }
   int64_t workspace_bytes() const { return workspace_bytes_ + mops_->workspace_bytes(); }
   int64_t pinned_bytes() const { return pinned_bytes_; }  // page-locked host memory held (plan_workspace's pinned)
   BackendReport report() const override;
@@ -194,7 +204,9 @@ class CudaDecoder : public Decoder {
   int64_t workspace_bytes_ = 0, pinned_bytes_ = 0;
 
   std::unique_ptr<cuda::KvPool> kv_;  // (attention layer, K|V, n_blocks, block_size, n_kv_heads, head_dim), mapped in chunks
-  cuda::DeviceBuffer slots_;           // (n_state_slots, state.slot_elems()) fp32
+  // (n_state_slots, state_slot_stride / 4) fp32, of which each slot's first state.slot_elems(), mapped in chunks of
+  // slots; null for a model without state slots.
+  std::unique_ptr<cuda::KvPool> slots_;
 
   // The head's and the sampler's buffers
   CUdeviceptr last_ = 0;                   // (max_logit_rows, hidden) fp32, rows gathered for the lm_head

@@ -196,6 +196,12 @@ bool CudaModelOps::prefill_tiles_wanted(int32_t rows, bool multi_row) const {
   return multi_row && p_.act == cuda::Act::BF16 && p_.tuning.attention.empty() && rows > p_.attn_rows && kernel;
 }
 
+void CudaModelOps::set_state_slots(CUdeviceptr slots, int64_t stride) {
+  if (slots && stride < layout_.slot_elems())
+    fail(VT_ERR_INTERNAL, "CudaModelOps: state slots closer together than a slot's values");
+  state_slots_ = slots, slot_stride_ = stride;
+}
+
 void CudaModelOps::begin_step(const Step &s) {
   if (sizing_) fail(VT_ERR_INTERNAL, "CudaModelOps: a sizing instance runs nothing");
   if (s.rows > p_.max_tokens) fail(VT_ERR_INTERNAL, "CudaModelOps: a step larger than max_tokens");
@@ -492,8 +498,8 @@ void CudaModelOps::gated_delta_net(Tensor in, Recurrent r, Tensor out) {
   if (ls.kind != LayerState::kSlot || ls.slot_elems != geo.slot_floats(w.conv_kernel))
     fail(VT_ERR_INTERNAL, "CudaModelOps: a Gated DeltaNet layer without its part of the state slots");
   const int32_t T = s_.rows;
-  // The layer's part of slot 0: its conv state, then its recurrent state; slots are slot_elems() floats apart.
-  const int64_t stride = layout_.slot_elems();
+  // The layer's part of slot 0: its conv state, then its recurrent state; slots are slot_stride_ floats apart.
+  const int64_t stride = slot_stride_;
   const CUdeviceptr conv_state = state_slots_ + CUdeviceptr(ls.slot_offset) * 4;
   const CUdeviceptr state = conv_state + CUdeviceptr(geo.conv_state_floats(w.conv_kernel)) * 4;
   // Each sequence's rows, slot and first position (0: fresh) as the step staged them.

@@ -92,9 +92,10 @@ class CudaModelOps : public ModelOps {
   // attention layer's planes at its place among them (layout's LayerState::index).
   // Each attention kind's K/V rows must be the cache's (n_kv_heads, head_dim).
   void set_kv(CUdeviceptr kv, CUdeviceptr layer_bytes, const StateLayout &layout);
-  // The state slots: (n_state_slots, layout.slot_elems()) fp32, a recurrent layer's part of each at its
-  // LayerState::slot_offset (the layout set_kv was given).
-  void set_state_slots(CUdeviceptr slots) { state_slots_ = slots; }
+  // The state slots: n_state_slots of layout.slot_elems() fp32 each, `stride` floats apart (>= slot_elems(): the
+  // CUDA decoder pads a slot so that its growing region maps in small chunks, cuda::slot_layout), a recurrent
+  // layer's part of each at its LayerState::slot_offset (the layout set_kv was given).
+  void set_state_slots(CUdeviceptr slots, int64_t stride);
 
   int64_t weight_bytes() const { return weight_bytes_; }
   int64_t workspace_bytes() const { return workspace_bytes_; }  // activations and the ops' scratch
@@ -228,6 +229,7 @@ class CudaModelOps : public ModelOps {
   CUdeviceptr kv_ = 0, kv_layer_bytes_ = 0;
   StateLayout layout_;
   CUdeviceptr state_slots_ = 0;
+  int64_t slot_stride_ = 0;  // floats
 
   // Scratch, sized by the declarations: a kAddNorm's product before it is added (as wide as the widest residual),
   // the fused norm's partial sums of squares (kNormSsRows rows of Ops::norm_parts of that width), gate|up before

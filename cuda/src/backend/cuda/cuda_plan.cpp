@@ -62,6 +62,11 @@ int32_t kv_chunk_blocks(int64_t plane_block_bytes, int64_t granularity) {
   return cuda::kv_chunk_blocks(plane_block_bytes, granularity);
 }
 
+StateSlotLayout state_slot_layout(int64_t slot_bytes, int32_t n_slots, int64_t granularity) {
+  const cuda::SlotLayout l = cuda::slot_layout(slot_bytes, n_slots, granularity);
+  return {l.stride, l.chunk};
+}
+
 CudaSizes cuda_sizes(const ModelConfig &c, const MemoryPlan &m, const vt_engine_params &p, int sm_count) {
   // cuBLASLt's workspace is counted whenever it may load (bf16 activations and VT_CUDA_GEMM=cublaslt, not
   // VT_CUDA_CUBLASLT=0): at most 32 MiB too many, on a machine without the library. By default our tensor-core
@@ -88,6 +93,9 @@ CudaDecoderParams cuda_decoder_params(const MemoryPlan &m, const vt_engine_param
   cp.block_size = m.block_size;
   cp.state = m.state;
   cp.n_state_slots = m.n_state_slots;
+  cp.n_state_slots_base = m.n_state_slots_base;
+  cp.state_slot_stride = m.state_slot_stride;
+  cp.slots_grow = m.state_slot_chunk > 0;  // (the plan made them a fixed set, base = all, where they cannot)
   cp.max_context = m.max_context;
   cp.graph_buckets = m.graph_buckets;  // empty when cudaGraphs is off
   cp.graph_dedup = m.graph_dedup;

@@ -42,6 +42,14 @@ class CudaDeviceHold {
 // whole number of granules.
 int32_t kv_chunk_blocks(int64_t plane_block_bytes, int64_t granularity);
 
+// How a growing region lays out n_slots state slots of slot_bytes each (cuda::slot_layout): the stride, padded, and
+// the slots a chunk maps.
+struct StateSlotLayout {
+  int64_t stride = 0;
+  int32_t chunk = 0;
+};
+StateSlotLayout state_slot_layout(int64_t slot_bytes, int32_t n_slots, int64_t granularity);
+
 // The device workspaces and page-locked host bytes an engine with this plan allocates
 // (CudaDecoder::plan_workspace, on a GPU of sm_count multiprocessors; cuBLASLt's workspace whenever it may load).
 struct CudaSizes {

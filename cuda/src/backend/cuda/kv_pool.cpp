@@ -28,6 +28,37 @@ int32_t kv_chunk_blocks(int64_t plane_block_bytes, int64_t granularity) {
   return int32_t(granularity / std::gcd(granularity, plane_block_bytes));
 }
 
+namespace {
+
+// The most a region of these slots maps beyond the slots held: the first slot of the last chunk, held alone in it,
+// with every chunk below full (the worst count: the waste grows chunk by chunk, and falls within one as it fills).
+int64_t worst_waste(int64_t slot_bytes, int32_t n_slots, const SlotLayout &l) {
+  const int64_t full_chunks = (int64_t(std::max(n_slots, 1)) - 1) / l.chunk;
+  const int64_t held = full_chunks * l.chunk + 1;
+  return (full_chunks + 1) * l.chunk * l.stride - held * slot_bytes;
+}
+
+}  // namespace
+
+SlotLayout slot_layout(int64_t slot_bytes, int32_t n_slots, int64_t granularity) {
+  const int64_t g = granularity > 0 ? granularity : kDefaultGranularity;
+  // Unpadded (a slot is whole floats), then each power of two that divides the granule, then the granule itself
+  // (already the last of them unless a granule is not a power of two: never seen, but cheap to allow).
+  std::vector<int64_t> aligns;
+  for (int64_t a = 4; a <= g && g % a == 0; a *= 2) aligns.push_back(a);
+  if (aligns.empty() || aligns.back() != g) aligns.push_back(g);
+  SlotLayout best;
+  int64_t best_waste = -1;
+  for (const int64_t a : aligns) {
+    SlotLayout l;
+    l.stride = (slot_bytes + a - 1) / a * a;
+    l.chunk = kv_chunk_blocks(l.stride, g);
+    const int64_t waste = worst_waste(slot_bytes, n_slots, l);
+    if (best_waste < 0 || waste < best_waste || (waste == best_waste && l.stride < best.stride)) best = l, best_waste = waste;
+  }
+  return best;
+}
+
 KvPoolSupport kv_pool_support(int ordinal) {
   const Driver &d = driver();
   CUdevice dev = 0;
@@ -45,8 +76,8 @@ KvPoolSupport kv_pool_support(int ordinal) {
 }
 
 KvPool::KvPool(const Context &ctx, CUstream stream, int32_t planes, int64_t plane_block_bytes, int32_t n_blocks,
-               int32_t base_blocks, bool grows)
-    : ordinal_(ctx.ordinal()), stream_(stream), planes_(std::max(planes, 0)), n_blocks_(std::max(n_blocks, 0)),
+               int32_t base_blocks, bool grows, const KvPoolNames &names)
+    : names_(names), ordinal_(ctx.ordinal()), stream_(stream), planes_(std::max(planes, 0)), n_blocks_(std::max(n_blocks, 0)),
       plane_block_bytes_(plane_block_bytes) {
   base_blocks = std::clamp(base_blocks > 0 ? base_blocks : n_blocks_, 0, n_blocks_);
   const Driver &d = driver();
@@ -55,9 +86,9 @@ KvPool::KvPool(const Context &ctx, CUstream stream, int32_t planes, int64_t plan
     support = kv_pool_support(ordinal_);
     if (!support.vmm) {
       std::fprintf(stderr,
-                   "vtengine: %s cannot map memory in chunks (no virtual memory management): the KV pool is allocated "
-                   "whole at load, %d blocks; kvCacheBytes or gpuMemoryUtilization sizes a larger one\n",
-                   ctx.name().c_str(), base_blocks);
+                   "vtengine: %s cannot map memory in chunks (no virtual memory management): %s of %d %s, allocated "
+                   "whole at load; %s\n",
+                   ctx.name().c_str(), names_.pool, base_blocks, names_.blocks, names_.fixed_advice);
       n_blocks_ = base_blocks;
       grows = false;
     }
@@ -66,7 +97,8 @@ KvPool::KvPool(const Context &ctx, CUstream stream, int32_t planes, int64_t plan
     // One allocation, zeroed so that the padding rows of a graph replay (which read block 0) compute on finite values.
     plane_stride_ = CUdeviceptr(int64_t(n_blocks_) * plane_block_bytes_);
     fixed_ = DeviceBuffer(size_t(plane_stride_) * size_t(planes_));
-    if (fixed_.bytes()) check(d.cuMemsetD8Async(fixed_.ptr(), 0, fixed_.bytes(), stream_), "cuMemsetD8Async(kv)");
+    if (fixed_.bytes())
+      check(d.cuMemsetD8Async(fixed_.ptr(), 0, fixed_.bytes(), stream_), std::string("cuMemsetD8Async(") + names_.pool + ")");
     base_ = fixed_.ptr();
     return;
   }
@@ -80,8 +112,8 @@ KvPool::KvPool(const Context &ctx, CUstream stream, int32_t planes, int64_t plan
   chunks_.reserve(size_t(n_chunks));
   try {
     if (grow(base_blocks) < base_blocks)
-      fail(VT_ERR_OUT_OF_MEMORY, "the GPU has no memory for the KV pool's first " + std::to_string(base_blocks) +
-                                     " blocks; lower maxContext (or kvCacheBytes, maxSeqs, maxBatchTokens)");
+      fail(VT_ERR_OUT_OF_MEMORY, std::string("the GPU has no memory for the ") + names_.pool + "'s first " +
+                                     std::to_string(base_blocks) + " " + names_.blocks + "; " + names_.base_advice);
   } catch (...) {
     while (!chunks_.empty()) unmap_chunk();  // (the destructor does not run for a throwing constructor)
     d.cuMemAddressFree(base_, size_t(plane_stride_) * size_t(planes_));
@@ -140,7 +172,7 @@ bool KvPool::map_chunk() {
     if (r != CUDA_SUCCESS) {
       undo();
       if (r == CUDA_ERROR_OUT_OF_MEMORY) return false;  // the ceiling is lower than thought: the caller stops here
-      check(r, "mapping KV pool chunk " + std::to_string(k) + " (plane " + std::to_string(p) + ")");
+      check(r, std::string("mapping ") + names_.pool + " chunk " + std::to_string(k) + " (plane " + std::to_string(p) + ")");
     }
     handles.push_back(h);
   }
@@ -148,7 +180,7 @@ bool KvPool::map_chunk() {
   // Zeroed before any later work on the stream reads it (see kv_pool.h). A failure here leaves the chunk mapped and
   // counted, so the destructor or a trim gives it back.
   for (int32_t p = 0; p < planes_; ++p)
-    check(d.cuMemsetD8Async(piece(p, k), 0, piece_bytes_, stream_), "cuMemsetD8Async(kv chunk)");
+    check(d.cuMemsetD8Async(piece(p, k), 0, piece_bytes_, stream_), std::string("cuMemsetD8Async(") + names_.pool + " chunk)");
   return true;
 }
 
@@ -163,7 +195,7 @@ void KvPool::unmap_chunk() {
     if (r == CUDA_SUCCESS) r = d.cuMemRelease(handles[p]);
     if (first == CUDA_SUCCESS) first = r;
   }
-  check(first, "unmapping KV pool chunk " + std::to_string(k));
+  check(first, std::string("unmapping ") + names_.pool + " chunk " + std::to_string(k));
 }
 
 int32_t KvPool::grow(int32_t blocks) {

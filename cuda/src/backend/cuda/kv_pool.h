@@ -15,6 +15,10 @@
 // Without virtual memory management (the device attribute says so), or for a pool that must not grow (tests,
 // the model checks), the pool is one allocation of a fixed size, zeroed.
 //
+// The CUDA decoder's state slots are such a pool too: one plane whose blocks are slots, padded (slot_layout) so that a
+// chunk is a few slots rather than the hundred-odd whole granules an odd slot size would take; the kernels get the
+// padded stride. Its zeroing is not needed (a fresh sequence reads no state) but does no harm.
+//
 // Running out of device memory while mapping is not an error: grow() maps what it can and says how far it got.
 // Any other driver failure throws vt::Error (cuda::check). Not thread-safe: the engine's step thread grows and trims.
 #pragma once
@@ -30,6 +34,21 @@ namespace vt::cuda {
 // The fewest blocks whose bytes in one plane (plane_block_bytes each) are a whole number of granules.
 int32_t kv_chunk_blocks(int64_t plane_block_bytes, int64_t granularity);
 
+// How a growing region of state slots (a KvPool of one plane whose blocks are slots) lays them out: `stride` bytes
+// from one slot to the next (the slot's bytes, padded up), and `chunk` slots per chunk (kv_chunk_blocks of the
+// stride). A slot's bytes are rarely a round number (Qwen3.5-0.8B's: 20,201,472, 2^14 x 1233), so unpadded the chunk
+// would be 128 slots (2.6 GB mapped for the first request); padded to whole 2 MiB granules it is one slot, for 4%
+// more per slot. slot_layout weighs the two, and the paddings between them: of the strides that round the slot up
+// to a power of two (from a float, unpadded, to the granule), it takes the one whose worst waste is least, the waste
+// being the bytes mapped beyond the slots held, at the worst count of slots held from 1 to n_slots (a chunk's worth
+// mapped for its first slot, or every slot's padding when all are held); ties go to the smaller stride (the same
+// memory, less of it padding).
+struct SlotLayout {
+  int64_t stride = 0;  // bytes, a multiple of 4 (the kernels take it in floats)
+  int32_t chunk = 0;   // slots
+};
+SlotLayout slot_layout(int64_t slot_bytes, int32_t n_slots, int64_t granularity);
+
 // Whether device `ordinal` can map memory in chunks (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED), and
 // the granularity of its physical allocations (recommended, else minimum; 2 MiB where the driver does not say).
 // Asked without a context (the memory plan asks before one exists). Throws like driver() when CUDA is not usable.
@@ -39,6 +58,15 @@ struct KvPoolSupport {
 };
 KvPoolSupport kv_pool_support(int ordinal);
 
+// What a pool's messages call it and what they advise: the KV pool's by default; the CUDA decoder's state slots are
+// a pool of one plane whose blocks are slots (slot_layout).
+struct KvPoolNames {
+  const char *pool = "KV pool";
+  const char *blocks = "blocks";
+  const char *fixed_advice = "kvCacheBytes or gpuMemoryUtilization sizes a larger one";  // no VMM: what gets more
+  const char *base_advice = "lower maxContext (or kvCacheBytes, maxSeqs, maxBatchTokens)";  // no memory for the base
+};
+
 class KvPool {
  public:
   // planes: 2 per attention layer; plane_block_bytes: one block of one plane; n_blocks: the ceiling. grows: reserve
@@ -46,7 +74,7 @@ class KvPool {
   // device can (else, said on stderr, a fixed pool of base_blocks blocks: the ceiling falls to it); !grows: a fixed
   // pool of n_blocks blocks. `stream`: where mapped pieces are zeroed, and what a trim waits for. ctx must be current.
   KvPool(const Context &ctx, CUstream stream, int32_t planes, int64_t plane_block_bytes, int32_t n_blocks,
-         int32_t base_blocks, bool grows);
+         int32_t base_blocks, bool grows, const KvPoolNames &names = {});
   ~KvPool();
   KvPool(const KvPool &) = delete;
   KvPool &operator=(const KvPool &) = delete;
@@ -74,6 +102,7 @@ class KvPool {
     return base_ + CUdeviceptr(plane) * plane_stride_ + CUdeviceptr(chunk) * piece_bytes_;
   }
 
+  KvPoolNames names_;
   int ordinal_ = 0;
   CUstream stream_ = nullptr;
   int32_t planes_ = 0, n_blocks_ = 0, chunk_ = 0;
