@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <optional>
 
 #include "loader/weights.h"
@@ -24,6 +25,21 @@ namespace {
 
 void check_option(bool ok, const std::string &what) {
   if (!ok) fail(VT_ERR_INVALID_OPTION, what);
+}
+
+// The resize a pool that grows (the KV blocks, the state slots) asks of the decoder: grow or trim to n. A backend
+// error other than running out of memory (which growing reports by mapping less) must not escape the step thread:
+// the pool stays as the decoder says it is (mapped()), and the scheduler works within it.
+template <class Mapped, class Grow, class Trim>
+std::function<int32_t(int32_t)> guarded_resize(const char *pool, const char *unit, Mapped mapped, Grow grow, Trim trim) {
+  return [=](int32_t n) {
+    try {
+      return n > mapped() ? grow(n) : trim(n);
+    } catch (const std::exception &ex) {
+      std::fprintf(stderr, "vtengine: the %s could not be resized to %d %s: %s\n", pool, n, unit, ex.what());
+      return mapped();
+    }
+  };
 }
 
 }  // namespace
@@ -125,16 +141,9 @@ void Engine::assemble(std::unique_ptr<Decoder> model, const MemoryPlan &plan) {
   if (chunk > 0) {
     kv_base_ = std::clamp(mapped, 0, kv_blocks_);
     Decoder *d = model.get();
-    // A backend error other than running out of memory (which grow_kv reports by mapping less) must not escape the
-    // step thread either: the pool stays as the decoder says it is, and the scheduler works within it.
-    blocks_->set_growth(kv_base_, chunk, [d](int32_t blocks) {
-      try {
-        return blocks > d->kv_mapped_blocks() ? d->grow_kv(blocks) : d->trim_kv(blocks);
-      } catch (const std::exception &ex) {
-        std::fprintf(stderr, "vtengine: the KV pool could not be resized to %d blocks: %s\n", blocks, ex.what());
-        return d->kv_mapped_blocks();
-      }
-    });
+    blocks_->set_growth(kv_base_, chunk, guarded_resize("KV pool", "blocks", [d] { return d->kv_mapped_blocks(); },
+                                                        [d](int32_t n) { return d->grow_kv(n); },
+                                                        [d](int32_t n) { return d->trim_kv(n); }));
   }
   blocks_mapped_ = blocks_->n_mapped();
   kv_resident_ = model->kv_resident_bytes();
@@ -171,15 +180,9 @@ void Engine::make_state_slots(Decoder &d, int32_t n) {
   if (chunk == 0) return;
   slots_base_ = std::clamp(mapped, 0, total);
   Decoder *dp = &d;
-  // (a backend error other than running out of memory must not escape the step thread: see the KV pool's)
-  slots_->set_growth(slots_base_, chunk, [dp](int32_t slots) {
-    try {
-      return slots > dp->state_slots_mapped() ? dp->grow_state_slots(slots) : dp->trim_state_slots(slots);
-    } catch (const std::exception &ex) {
-      std::fprintf(stderr, "vtengine: the state slots could not be resized to %d: %s\n", slots, ex.what());
-      return dp->state_slots_mapped();
-    }
-  });
+  slots_->set_growth(slots_base_, chunk, guarded_resize("state slots", "slots", [dp] { return dp->state_slots_mapped(); },
+                                                        [dp](int32_t n) { return dp->grow_state_slots(n); },
+                                                        [dp](int32_t n) { return dp->trim_state_slots(n); }));
 }
 
 std::unique_ptr<Engine> Engine::with_decoder(std::unique_ptr<Decoder> decoder, const ModelConfig &c,

@@ -67,7 +67,23 @@ class GrowingDecoder : public FakeDecoder {
   }
   int64_t kv_resident_bytes() const override { return int64_t(mapped_) * 1000; }
 
+  // While held, steps wait: a round's requests are all submitted before the first step, so they run together and the
+  // pool must grow whatever the machine's load (a loaded machine could otherwise run them one by one within the base).
+  void hold() {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_ = true;
+  }
+  void open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_ = false;
+    cv_.notify_all();
+  }
+
   void forward(const ForwardBatch &b) override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return !held_; });
+    }
     const cpu::AttentionBatch &a = b.attn;
     begin_step(b);
     std::lock_guard<std::mutex> lock(mu_);
@@ -133,6 +149,7 @@ class GrowingDecoder : public FakeDecoder {
   int grows_ = 0, trims_ = 0, shortfalls_ = 0;
   int64_t outside_ = 0;
   bool args_ok_ = true;
+  bool held_ = false;
 };
 
 // What a request must get: each next token from every K/V before it, recomputed from nothing.
@@ -161,11 +178,14 @@ std::unique_ptr<Engine> make_engine(const Setup &s, GrowingDecoder **decoder) {
 
 std::vector<int32_t> span(int32_t seed, int32_t n) { return fake_engine::span(seed, n, kVocab); }
 
-// Submits every prompt at once and checks each request's tokens against the recomputation.
-void round_of(Engine &e, Events &ev, const std::vector<std::vector<int32_t>> &prompts, int32_t max_tokens,
-              const std::string &what, std::vector<std::vector<int32_t>> *outputs = nullptr) {
+// Submits every prompt at once (the decoder's steps held until all are in) and checks each request's tokens against
+// the recomputation.
+void round_of(Engine &e, GrowingDecoder &d, Events &ev, const std::vector<std::vector<int32_t>> &prompts,
+              int32_t max_tokens, const std::string &what, std::vector<std::vector<int32_t>> *outputs = nullptr) {
   std::vector<uint64_t> ids;
+  d.hold();
   for (const auto &p : prompts) ids.push_back(e.submit(p.data(), int32_t(p.size()), greedy(max_tokens)));
+  d.open();
   record(ev.wait_finished(ids), what + ": every request ends");
   for (size_t i = 0; i < prompts.size(); ++i) {
     std::lock_guard<std::mutex> lock(ev.mu);
@@ -191,10 +211,13 @@ void grows_and_trims(bool caching, bool chaining) {
   std::vector<std::vector<int32_t>> prompts;
   for (int32_t i = 0; i < 8; ++i) prompts.push_back(cat(span(1, 41), span(100 + i, 20 + 9 * i)));
   std::vector<std::vector<int32_t>> outputs;
-  round_of(*e, ev, prompts, 30, mode + ": first round", &outputs);
+  round_of(*e, *d, ev, prompts, 30, mode + ": first round", &outputs);
   record(d->wait_trimmed_to(32), mode + ": trimmed back to the base once idle");
   const GrowingDecoder::Counts n = d->counts();
-  record(n.peak > 32 && n.grows > 0 && n.trims >= 1 && n.outside == 0 && n.args_ok, mode + ": grew, trimmed, stayed inside");
+  record(n.peak > 32 && n.grows > 0 && n.trims >= 1 && n.outside == 0 && n.args_ok,
+         mode + ": grew, trimmed, stayed inside (peak " + std::to_string(n.peak) + ", grows " + std::to_string(n.grows) +
+             ", trims " + std::to_string(n.trims) + ", outside " + std::to_string(n.outside) + ", args " +
+             (n.args_ok ? "ok" : "bad") + ")");
   const vt_engine_stats st = e->stats();
   record(st.kv_blocks_used == 0 && st.kv_blocks_total == 256, mode + ": nothing held, the ceiling reported");
   // (the stats' mapped figures are set by the same step-thread pass that trims: poll for them, not for time)
@@ -204,7 +227,7 @@ void grows_and_trims(bool caching, bool chaining) {
   // Next turns: the prompts again with their replies; what was cached above the base was evicted by the trim (and
   // the poison the trim left there would show in the tokens), what is in the base may be found.
   for (size_t i = 0; i < prompts.size(); ++i) prompts[i] = cat(cat(prompts[i], outputs[i]), span(300 + int32_t(i), 5));
-  round_of(*e, ev, prompts, 12, mode + ": second round");
+  round_of(*e, *d, ev, prompts, 12, mode + ": second round");
   record(d->wait_trimmed_to(32), mode + ": trimmed again");
   record(d->counts().outside == 0, mode + ": stayed inside the mapped chunks");
   if (caching) record(e->stats().prefix_cache_hit_tokens > 0, mode + ": the cache served some tokens");
@@ -220,13 +243,13 @@ void device_runs_out(bool chaining) {
   e->set_step_callback(&Events::on_step, &ev);
   std::vector<std::vector<int32_t>> prompts;
   for (int32_t i = 0; i < 8; ++i) prompts.push_back(span(200 + i, 60 + 11 * i));
-  round_of(*e, ev, prompts, 40, mode);
+  round_of(*e, *d, ev, prompts, 40, mode);
   const vt_engine_stats st = e->stats();
   GrowingDecoder::Counts n = d->counts();
   record(st.preemptions > 0 && n.peak == 64 && n.outside == 0 && n.args_ok, mode + ": preempted within 64 blocks");
   record(d->wait_trimmed_to(32), mode + ": trimmed once idle");
   d->set_capacity(256);
-  round_of(*e, ev, prompts, 40, mode + ", then memory back");
+  round_of(*e, *d, ev, prompts, 40, mode + ", then memory back");
   n = d->counts();
   record(n.peak > 64 && n.outside == 0, mode + ": grew past the old limit after the trim");
 }
