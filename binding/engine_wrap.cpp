@@ -216,6 +216,9 @@ Napi::Value EngineWrap::stats(const Napi::CallbackInfo &info) {
   o.Set("prefixCacheEvictions", double(s.prefix_cache_evictions));
   o.Set("kvBlocksMapped", s.kv_blocks_mapped);
   o.Set("kvCacheResidentBytes", double(s.kv_cache_resident_bytes));
+  o.Set("stateSlotsTotal", s.state_slots_total);
+  o.Set("stateSlotsMapped", s.state_slots_mapped);
+  o.Set("stateSlotsHeld", s.state_slots_held);
   return o;
 }
 

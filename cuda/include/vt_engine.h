@@ -243,6 +243,12 @@ typedef struct vt_engine_stats {
   int32_t kv_blocks_mapped;         /* blocks usable now without mapping more */
   int64_t kv_cache_resident_bytes;  /* memory the pool (and the state slots) hold now: CUDA, the mapped chunks; CPU,
                                        the pages ever written (mincore) */
+  /* The state slots of a model whose recurrent layers keep a fixed-size state per request (appended; all 0 for
+   * models without): a slot per seat at most; on CUDA the slots' memory is mapped in chunks as requests take them
+   * and the chunks above the load's given back when the engine is idle (the CPU's are all mapped). */
+  int32_t state_slots_total;        /* the ceiling: one per seat (maxSeqs) */
+  int32_t state_slots_mapped;       /* usable now without mapping more */
+  int32_t state_slots_held;         /* held by requests: running, or paused with their state */
 } vt_engine_stats;
 
 vt_status vt_engine_stats_get(vt_engine *engine, vt_engine_stats *out);

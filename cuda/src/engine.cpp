@@ -149,6 +149,7 @@ void Engine::assemble(std::unique_ptr<Decoder> model, const MemoryPlan &plan) {
   kv_resident_ = model->kv_resident_bytes();
   if (plan.n_state_slots > 0) make_state_slots(*model, plan.n_state_slots);
   slot_resident_ = model->state_slot_resident_bytes();
+  note_slots();
   scheduler_ = std::make_unique<Scheduler>(SchedulerLimits{plan.max_seqs, plan.max_batch_tokens}, *blocks_, slots_.get());
   runner_ = std::make_unique<ModelRunner>(std::move(model), plan.block_size, c.vocab_size, plan.max_batch_tokens, plan.max_seqs);
 
@@ -362,6 +363,9 @@ vt_engine_stats Engine::stats() {
   s.kv_blocks_mapped = blocks_mapped_.load();
   const int64_t resident = kv_resident_.load();
   s.kv_cache_resident_bytes = kv_ ? kv_->resident_bytes() : resident >= 0 ? resident : kv_bytes_;
+  s.state_slots_total = slots_ ? slots_->n_slots() : 0;  // (fixed once the engine is assembled)
+  s.state_slots_mapped = slots_mapped_.load();
+  s.state_slots_held = slots_held_.load();
   s.requests_waiting = waiting_.load();
   s.requests_running = running_.load();
   s.requests_paused = paused_.load();
@@ -389,6 +393,7 @@ void Engine::emit(std::vector<vt_step_event> &events) {
   prefix_evictions_ = blocks_->evictions();
   blocks_mapped_ = blocks_->n_mapped();
   kv_resident_ = decoder_->kv_resident_bytes();
+  note_slots();  // (before the bytes: a reader that saw the new bytes sees the new counts)
   slot_resident_ = decoder_->state_slot_resident_bytes();
   if (events.empty()) return;
   vt_step_fn fn;
@@ -597,8 +602,14 @@ void Engine::trim_pool() {
   if (slots_) slots_->trim(slots_base_);
   blocks_mapped_ = blocks_->n_mapped();
   kv_resident_ = decoder_->kv_resident_bytes();
+  note_slots();  // (before the bytes: a reader that saw the new bytes sees the new counts)
   slot_resident_ = decoder_->state_slot_resident_bytes();
   blocks_cached_ = blocks_->n_cached();
+}
+
+void Engine::note_slots() {
+  slots_mapped_ = slots_ ? slots_->n_mapped() : 0;
+  slots_held_ = slots_ ? slots_->n_held() : 0;
 }
 
 void Engine::fail_plan(const std::vector<ScheduledChunk> &plan, const std::exception &ex,

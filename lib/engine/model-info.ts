@@ -62,6 +62,18 @@ export interface EngineStats {
    * pages written so far.
    */
   kvCacheResidentBytes: number;
+  /**
+   * State slots (Qwen3.5 / Qwen3.6: a fixed-size state per request in their DeltaNet layers; 0 for models without):
+   * one per seat (`maxSeqs`) at most.
+   */
+  stateSlotsTotal: number;
+  /**
+   * Of `stateSlotsTotal`, the slots usable now without mapping more: on the GPU their memory is mapped in chunks as
+   * requests take slots and given back above the load's when the engine is idle; on the CPU all of them.
+   */
+  stateSlotsMapped: number;
+  /** Slots held by requests (running, or paused with their state). */
+  stateSlotsHeld: number;
   /** Requests queued, not yet scheduled. */
   requestsWaiting: number;
   /** Requests being prefilled or decoded. */
@@ -135,6 +147,9 @@ export function toEngineStats(stats: NativeStats): EngineStats {
     kvBlockSize: stats.kvBlockSize,
     kvCacheBytes: stats.kvCacheBytes,
     kvCacheResidentBytes: stats.kvCacheResidentBytes,
+    stateSlotsTotal: stats.stateSlotsTotal,
+    stateSlotsMapped: stats.stateSlotsMapped,
+    stateSlotsHeld: stats.stateSlotsHeld,
     requestsWaiting: stats.requestsWaiting,
     requestsRunning: stats.requestsRunning,
     requestsPaused: stats.requestsPaused,

@@ -111,6 +111,9 @@ export interface NativeStats {
   prefixCacheEvictions: number;
   kvBlocksMapped: number; // of kvBlocksTotal (the ceiling), usable now: a CUDA pool's mapped chunks; all on the CPU
   kvCacheResidentBytes: number; // the pool's memory now: CUDA, the mapped chunks and state slots; CPU, pages written
+  stateSlotsTotal: number; // a slot per seat for models whose recurrent layers keep a state; 0 for the others
+  stateSlotsMapped: number; // of stateSlotsTotal, usable now: CUDA's mapped chunks; all on the CPU
+  stateSlotsHeld: number; // held by running (or paused) requests
 }
 
 /** @internal Mirrors vt_memory_report. */

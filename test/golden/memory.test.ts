@@ -153,6 +153,7 @@ describe('engine.memory()', () => {
     expect([m.kvCache.bytes, m.kvCache.blocksTotal, m.kvCache.blockSize]).toStrictEqual([s.kvCacheBytes, s.kvBlocksTotal, s.kvBlockSize]);
     expect(m.kvCache.bytes).toBe(m.kvCache.blocksTotal * m.kvCache.blockSize * kvBytesPerToken(engine, DEFAULT_MODEL_DIR));
     expect([m.kvCache.stateSlotBytes, m.weights.skippedBytes]).toStrictEqual([0, 0]); // a dense model's own checkpoint
+    expect([s.stateSlotsTotal, s.stateSlotsMapped, s.stateSlotsHeld]).toStrictEqual([0, 0, 0]); // (no recurrent layers)
     // The CPU's pool is fixed: every block is mapped (its pages committed as they are written).
     expect([m.kvCache.blocksMapped, s.kvBlocksMapped]).toStrictEqual([m.kvCache.blocksTotal, s.kvBlocksTotal]);
     expect(s.kvCacheResidentBytes).toBeGreaterThanOrEqual(0);
@@ -232,6 +233,11 @@ describe('Engine.estimate against steady usage', () => {
     expect(est.kvCache.bytesPerToken).toBe(kvBytesPerToken(engine, dir));
     // The pool's blocks and, for a hybrid model, a state slot per seat (maxSeqs; the CPU's default 64) by its config
     expect([est.kvCache.stateSlotBytes, m.kvCache.stateSlotBytes]).toStrictEqual([stateSlotBytes(dir, seats), stateSlotBytes(dir, seats)]);
+    // stats() counts them: a slot per seat for a hybrid model (every one mapped on the CPU), none for a dense one;
+    // none held by an idle engine
+    const s = engine.stats();
+    const slots = stateSlotBytes(dir, seats) > 0 ? seats : 0;
+    expect([s.stateSlotsTotal, s.stateSlotsMapped, s.stateSlotsHeld]).toStrictEqual([slots, slots, 0]);
     expect(m.kvCache.bytes).toBe(est.kvCache.tokens * kvBytesPerToken(engine, dir) + m.kvCache.stateSlotBytes);
     expect(est.workspaceBytes).toBe(m.workspaceBytes);
     expect([est.pinnedHostBytes, m.pinnedHostBytes]).toStrictEqual([0, 0]); // the CPU backend pins nothing

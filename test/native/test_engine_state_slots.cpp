@@ -282,6 +282,9 @@ void slots_grow(bool chaining) {
   Events ev;
   e->set_step_callback(&Events::on_step, &ev);
   record(e->memory().state_slot_bytes == 2 * kSlotBytes, mode + ": the first chunk mapped at load, and reported");
+  const vt_engine_stats at_load = e->stats();
+  record(at_load.state_slots_total == 8 && at_load.state_slots_mapped == 2 && at_load.state_slots_held == 0,
+         mode + ": stats() at load: 8 slots, 2 mapped, none held");
   std::vector<uint64_t> ids;
   std::vector<std::vector<int32_t>> prompts;
   d->held = true;
@@ -303,6 +306,9 @@ void slots_grow(bool chaining) {
   for (int t = 0; t < 400 && e->memory().state_slot_bytes != 2 * kSlotBytes; ++t)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   record(e->memory().state_slot_bytes == 2 * kSlotBytes, mode + ": the report after the trim");
+  const vt_engine_stats idle = e->stats();  // (the same step-thread pass that trims sets them: polled above)
+  record(idle.state_slots_total == 8 && idle.state_slots_mapped == 2 && idle.state_slots_held == 0,
+         mode + ": stats() after the trim: 2 mapped, none held");
 
   // Memory back: the trim lifted the limit, so the slots grow to all 8 for 8 requests at once.
   d->set_capacity(8);
