@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "models/decoder.h"
@@ -26,6 +28,9 @@ class FakeDecoder : public vt::Decoder {
   FakeDecoder(int32_t vocab, bool chaining, int32_t max_chain_rows)
       : vocab_(vocab), chaining_(chaining), max_chain_rows_(max_chain_rows) {}
   int chained_steps = 0, begun_max = 0, reads_ended = 0;
+  // While set, steps wait (in begin_step): requests submitted one after another all meet in one batch however slowly
+  // the submitting thread runs (on a loaded machine early ones could otherwise finish before the last was submitted).
+  std::atomic<bool> held{false};
   std::function<void(int)> after_read;  // called on the step thread after each chain_end (the read's number)
 
   void project(const int32_t *rows, int32_t n, float *logits) override {
@@ -48,6 +53,7 @@ class FakeDecoder : public vt::Decoder {
  protected:
   // A forward's first call: sizes the picks, and for a chained step checks there is a read to take tokens from.
   void begin_step(const vt::ForwardBatch &b) {
+    while (held) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     next_.assign(size_t(b.n_tokens), 0);
     if (!b.tokens_from_picks) return;
     if (begun_.empty() || int32_t(begun_.back().size()) < b.n_tokens) throw std::logic_error("picks without a read");

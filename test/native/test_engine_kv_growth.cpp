@@ -67,25 +67,9 @@ class GrowingDecoder : public FakeDecoder {
   }
   int64_t kv_resident_bytes() const override { return int64_t(mapped_) * 1000; }
 
-  // While held, steps wait: a round's requests are all submitted before the first step, so they run together and the
-  // pool must grow whatever the machine's load (a loaded machine could otherwise run them one by one within the base).
-  void hold() {
-    std::lock_guard<std::mutex> lock(mu_);
-    held_ = true;
-  }
-  void open() {
-    std::lock_guard<std::mutex> lock(mu_);
-    held_ = false;
-    cv_.notify_all();
-  }
-
   void forward(const ForwardBatch &b) override {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return !held_; });
-    }
     const cpu::AttentionBatch &a = b.attn;
-    begin_step(b);
+    begin_step(b);  // (waits while `held`: round_of submits a round whole, so the pool must grow)
     std::lock_guard<std::mutex> lock(mu_);
     for (int32_t r = 0; r < b.n_tokens; ++r) {  // the K/V store first: a row attends to its own chunk too
       if (b.slots[r] / bs_ >= mapped_) ++outside_;
@@ -149,7 +133,6 @@ class GrowingDecoder : public FakeDecoder {
   int grows_ = 0, trims_ = 0, shortfalls_ = 0;
   int64_t outside_ = 0;
   bool args_ok_ = true;
-  bool held_ = false;
 };
 
 // What a request must get: each next token from every K/V before it, recomputed from nothing.
@@ -183,9 +166,9 @@ std::vector<int32_t> span(int32_t seed, int32_t n) { return fake_engine::span(se
 void round_of(Engine &e, GrowingDecoder &d, Events &ev, const std::vector<std::vector<int32_t>> &prompts,
               int32_t max_tokens, const std::string &what, std::vector<std::vector<int32_t>> *outputs = nullptr) {
   std::vector<uint64_t> ids;
-  d.hold();
+  d.held = true;
   for (const auto &p : prompts) ids.push_back(e.submit(p.data(), int32_t(p.size()), greedy(max_tokens)));
-  d.open();
+  d.held = false;
   record(ev.wait_finished(ids), what + ": every request ends");
   for (size_t i = 0; i < prompts.size(); ++i) {
     std::lock_guard<std::mutex> lock(ev.mu);

@@ -110,13 +110,8 @@ class RecurrentDecoder : public FakeDecoder {
     return cv_.wait_for(lock, std::chrono::seconds(seconds), [&] { return mapped_ == slots; });
   }
 
-  // While set, steps wait: requests submitted one after another all meet in the batch, however slowly the
-  // submitting thread runs (a sleep per step once let early ones finish before the last was submitted).
-  std::atomic<bool> held{false};
-
   void forward(const ForwardBatch &b) override {
-    while (held) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    begin_step(b);
+    begin_step(b);  // (waits while `held`)
     if (!b.state_slots) throw std::logic_error("no state slots in the batch");
     std::set<int32_t> seen;
     for (int32_t q = 0; q < b.attn.n_seqs; ++q) {
