@@ -10,13 +10,18 @@
 // And the hybrid model (Qwen3.5: Gated DeltaNet and gated attention layers, models/qwen3_5_model.cpp) on the
 // fixtures' checkpoints (test/fixtures/qwen3_5-*), the CUDA decoder against the CPU decoder (which the golden check
 // holds to transformers) over steps a lone prompt never makes (run_hybrid), with the state slots allocated whole and
-// in a growing region (padded slots, mapped after the graphs were captured).
+// in a growing region (padded slots, mapped after the graphs were captured): fp32 activations to fp32 rounding, bf16
+// ones within transformers' own bf16 error on the fixture (bf16-baseline.json).
 //
 //   model_cuda        from the repository root (it reads test/fixtures); exit 0 when every check passed; 2 when
 //                     there is no usable GPU.
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_decoder.h"
 #include "backend/cuda/cuda_decoder.h"
@@ -159,16 +164,24 @@ int main() {
     CHECK(diff > 1.0);
   }
   // The hybrid model: fp32 activations to fp32 rounding (the CPU's delta rule runs its chunked form on prefill rows,
-  // the GPU's the recurrent one); bf16 ones within bf16's rounding of every activation over the fixtures' layers
-  // (5e-2: a first bound, to be tightened from what the GPU shows).
+  // the GPU's the recurrent one); bf16 ones no worse than transformers' own bf16 run against its fp32 one on the same
+  // fixture, in the same measure (bf16-baseline.json's worst_rel_logit_diff_vs_f32, scripts/bf16_baseline.py; at
+  // least 5e-2). These random tiny checkpoints amplify bf16 rounding: on the H100 transformers' figure was 0.38
+  // (qwen3_5-f32) and 0.16 (qwen3_5-bf16-vl), ours 0.19 and 0.079.
   for (const char *fixture : {"qwen3_5-f32", "qwen3_5-bf16-vl"}) {
+    double bf16_tol = 5e-2;
+    std::ifstream baseline(std::string("test/fixtures/") + fixture + "/bf16-baseline.json");
+    CHECK(bool(baseline));
+    if (baseline)
+      bf16_tol = std::max(bf16_tol, nlohmann::json::parse(baseline)["worst_rel_logit_diff_vs_f32"].get<double>());
+    std::printf("%s: bf16 bound %.3g (transformers' own bf16 error, at least 5e-2)\n", fixture, bf16_tol);
     g_rng.seed(31);
     for (bool graphs : {false, true}) {
       CHECK(run_hybrid(fixture, cuda::Act::F32, graphs) < 1e-4);
-      CHECK(run_hybrid(fixture, cuda::Act::BF16, graphs) < 5e-2);
+      CHECK(run_hybrid(fixture, cuda::Act::BF16, graphs) < bf16_tol);
     }
     CHECK(run_hybrid(fixture, cuda::Act::F32, false, /*growing=*/true) < 1e-4);
-    CHECK(run_hybrid(fixture, cuda::Act::BF16, true, /*growing=*/true) < 5e-2);
+    CHECK(run_hybrid(fixture, cuda::Act::BF16, true, /*growing=*/true) < bf16_tol);
   }
   std::printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed ? 1 : 0;
