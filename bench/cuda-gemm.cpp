@@ -4,7 +4,10 @@
 // each of our tensor-core tiles (gemm_mma / gemm_wgmma) with split-K off and at 1, 2 and 4 blocks per SM. The
 // weights rotate over >= 1 GiB of copies, so small-M products stream them from DRAM as a decode step does.
 //
-//   bench_cuda_gemm [--reps N] [--m 16,32,...] [--json FILE]
+//   bench_cuda_gemm [--reps N] [--m 16,32,...] [--json FILE] [--products TEXT] [--tiles TEXT]
+//
+// --products / --tiles: only the products / tiles whose name contains TEXT (a profiler run over one kernel;
+// "none" times cuBLASLt and the table's choice alone). The table printed then covers what was timed.
 //
 // Prints, per product and M: cuBLASLt, the GEMV, the table's choice and the best of ours (with its tile), in us,
 // TFLOP/s and weight GB/s, beside the device copy rate and the GPU's dense bf16 peak (the clocks and SMs the
@@ -93,10 +96,12 @@ struct Candidate {
 
 int main(int argc, char **argv) {
   std::vector<int64_t> ms = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 8192};
-  std::string json_path;
+  std::string json_path, only_products, only_tiles;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = std::max(5, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--products") && i + 1 < argc) only_products = argv[++i];
+    else if (!std::strcmp(argv[i], "--tiles") && i + 1 < argc) only_tiles = argv[++i];
     else if (!std::strcmp(argv[i], "--m") && i + 1 < argc) {
       ms.clear();
       for (char *p = std::strtok(argv[++i], ","); p; p = std::strtok(nullptr, ",")) ms.push_back(std::atoll(p));
@@ -140,6 +145,11 @@ int main(int argc, char **argv) {
     std::vector<Candidate> cands;
     for (int t = 0; t < TensorGemm::kTileCount; ++t) {
       if (TensorGemm::kTiles[t].wgmma && !gemm.has_wgmma()) continue;
+      if (!only_tiles.empty() && std::string(TensorGemm::kTiles[t].name).find(only_tiles) == std::string::npos) continue;
+      if (TensorGemm::kTiles[t].multicast) {  // (never split)
+        cands.push_back({t, 0});
+        continue;
+      }
       if (TensorGemm::kTiles[t].cluster) {  // (unsplit it is its plain tile; more than a block per SM, a second wave)
         cands.push_back({t, 1});
         continue;
@@ -154,6 +164,7 @@ int main(int argc, char **argv) {
     std::printf("\n%-14s %6s %10s %10s %10s %-22s %10s %-22s %8s %8s %8s\n", "product", "M", "cuBLASLt", "gemv",
                 "table", "(its tile)", "best", "(tile)", "best/Lt", "TFLOP/s", "GB/s w");
     for (const Product &p : kProducts) {
+      if (!only_products.empty() && std::string(p.name).find(only_products) == std::string::npos) continue;
       const size_t wbytes = size_t(p.N * p.K * 2);
       const int copies = int(std::max<size_t>(1, (size_t(1) << 30) / wbytes + 1));
       std::vector<DeviceBuffer> w;

@@ -23,6 +23,12 @@
 //     columns from every block's (distributed shared memory), adding the splits in order, and stores it. No
 //     workspace, no ticket, no second pass through L2: what made the global split-K slower than no split at all
 //     on the products it was for (decode's 8-128 rows, where the weight read is the whole cost).
+//   - or, multicast (WgTile's kMulticast), blocks work in clusters of two along M: the pair takes two row tiles of
+//     one column of y at once, and each block fetches half of the stage's weight rows and multicasts it into both
+//     blocks' shared memory, so a weight slice crosses L2 once per pair (prefill, where L2 -> SM traffic, not
+//     DRAM, can set the pace: a 128 x 256 tile reads 85 FLOP per byte alone, 128 with its pair). A stage is free
+//     again once both blocks' consumers released it: each consumer arrives on its own block's `empty` barrier and
+//     on the peer's.
 // With two consumers the producer gives registers to them (setmaxnreg: 40 and 232), so the 128 fp32 accumulators
 // of BN = 256 fit without spilling. Rows and columns past the edges: TMA fills zeros, the stores skip them.
 // SwiGLU: the stage's B tile is two TMA boxes, BN / 2 gate rows and the same BN / 2 up rows, so a thread holds
@@ -49,10 +55,10 @@ struct alignas(64) TmaDesc {
 // kPingpong false: the consumers share each tile (cooperative), one 64-row slice each. true: two consumers, each
 // taking every other tile whole (BM rows: BM / 64 wgmma row blocks), their main loops in turn (a named-barrier
 // hand-off) so one's epilogue runs under the other's products.
-template <int BM_, int BN_, int ST_, bool kPingpong_ = false, bool kCluster_ = false>
+template <int BM_, int BN_, int ST_, bool kPingpong_ = false, bool kCluster_ = false, bool kMulticast_ = false>
 struct WgTile {
   static constexpr int BM = BM_, BN = BN_, BK = 64, ST = ST_;
-  static constexpr bool kPingpong = kPingpong_, kCluster = kCluster_;
+  static constexpr bool kPingpong = kPingpong_, kCluster = kCluster_, kMulticast = kMulticast_;
   static constexpr int kConsumers = kPingpong ? 2 : BM / 64;
   static constexpr int kSub = kPingpong ? BM / 64 : 1;          // 64-row blocks a consumer multiplies per tile
   static constexpr int kAccThreads = kPingpong ? 128 : kConsumers * 128;  // threads holding one tile's sums
@@ -64,6 +70,7 @@ struct WgTile {
   static_assert(BM % 64 == 0 && BM <= 128 && (BN == 128 || BN == 256) && kAcc <= 128, "tile geometry");
   // cluster split-K: cooperative tiles only, the sums of a tile fit the stages
   static_assert(!kCluster || (!kPingpong && kAccThreads * kAcc * 4 <= ST * kStageBytes), "cluster split-K geometry");
+  static_assert(!(kCluster && kMulticast), "a cluster either splits K or shares weight slices");
 };
 
 #if VT_SM90A
@@ -90,6 +97,20 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const TmaDesc *map, ui
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(k), "r"(row), "r"(bar)
       : "memory");
+}
+// The same box into dst at the same offset in every block of the cluster in `mask`, completing its bytes on each
+// one's barrier at bar's offset.
+__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const TmaDesc *map, uint32_t bar, int k, int row,
+                                                      uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(k), "r"(row), "r"(bar), "h"(mask)
+      : "memory");
+}
+// An arrival on a peer block's barrier (addr: mapa's shared::cluster address of it).
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t addr) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(addr) : "memory");
 }
 // The shared-memory matrix descriptor of a K-major tile of 128-byte rows, 128-byte swizzled (as TMA wrote it): rows
 // 8 apart are 1024 bytes apart; the start moves by 32 bytes per 16-element k step inside the swizzle atom.
@@ -201,16 +222,26 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
   const int out_n = kSwiGLU ? N / 2 : N, tile_n = kSwiGLU ? C::BN / 2 : C::BN;
   const int tiles_m = (M + C::BM - 1) / C::BM, tiles_n = (out_n + tile_n - 1) / tile_n;
   const int kb_all = (K + C::BK - 1) / C::BK, kb_per = (kb_all + splits - 1) / splits;
-  // Work items: (tile, split), a tile's splits next to each other so they run at the same time.
-  const int n_work = tiles_m * tiles_n * splits;
+  // Work items: (tile, split), a tile's splits next to each other so they run at the same time. Multicast: a work
+  // item is a pair of row tiles (rank 0 the upper, 1 the lower; past M, TMA reads zeros and nothing is stored),
+  // each pair of blocks taking the same items in the same order.
+  constexpr int kPair = C::kMulticast ? 2 : 1;
+  const int rank = C::kMulticast ? int(cluster_rank()) : 0;
+  const int first = blockIdx.x / kPair, stride = gridDim.x / kPair;
+  const int units_m = (tiles_m + kPair - 1) / kPair;
+  const int n_work = units_m * tiles_n * splits;
+  auto row_of = [&](int tile) { return ((tile % units_m) * kPair + rank) * C::BM; };
+  auto col_of = [&](int tile) { return (tile / units_m) * tile_n; };
   auto a_stage = [&](int s) { return base + uint32_t(s * C::kABytes); };
   auto b_stage = [&](int s) { return base + uint32_t(C::ST * C::kABytes + s * C::kBBytes); };
 
   if (threadIdx.x == 0) {
-    for (int s = 0; s < C::ST; ++s) mbar_init(full0 + 8 * s, 1), mbar_init(empty0 + 8 * s, (C::kPingpong ? 1 : C::kConsumers) * 4);
+    for (int s = 0; s < C::ST; ++s)
+      mbar_init(full0 + 8 * s, 1), mbar_init(empty0 + 8 * s, (C::kPingpong ? 1 : C::kConsumers) * 4 * kPair);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
+  if constexpr (C::kMulticast) cluster_sync_all();  // (the peer's barriers exist before anything is sent to them)
 
   if (wg == 0) {
     if constexpr (C::kConsumers == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
@@ -219,7 +250,10 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
       asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&tb)) : "memory");
       auto load_b = [&](int s, int kb, int col0) {
         const uint32_t full = full0 + 8 * s;
-        if constexpr (kSwiGLU) {
+        if constexpr (C::kMulticast) {  // this rank's half of the rows (SwiGLU: gate or up), into both blocks
+          const int row = kSwiGLU ? rank * (N / 2) + col0 : col0 + rank * (C::BN / 2);
+          tma_load_2d_multicast(b_stage(s) + uint32_t(rank * (C::kBBytes / 2)), &tb, full, kb * C::BK, row, 0x3);
+        } else if constexpr (kSwiGLU) {
           tma_load_2d(b_stage(s), &tb, full, kb * C::BK, col0);
           tma_load_2d(b_stage(s) + C::kBBytes / 2, &tb, full, kb * C::BK, N / 2 + col0);
         } else {
@@ -230,8 +264,8 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
       // wait (weights are no kernel's output), each stage expecting its whole bytes, so its x slice completes it
       // after the wait: they stream in under the previous kernel's tail.
       int early = 0;
-      if (blockIdx.x < n_work) {
-        const int z = blockIdx.x % splits, col0 = (blockIdx.x / splits / tiles_m) * tile_n;
+      if (first < n_work) {
+        const int z = first % splits, col0 = col_of(first / splits);
         early = max(0, min(C::ST, min(kb_all, (z + 1) * kb_per) - z * kb_per));
         for (int s = 0; s < early; ++s) {
           mbar_expect_tx(full0 + 8 * s, C::kStageBytes);
@@ -240,12 +274,12 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
       }
       pdl_wait();
       int it = 0;
-      for (int work = blockIdx.x; work < n_work; work += gridDim.x) {
+      for (int work = first; work < n_work; work += stride) {
         // The dependents may launch once every block has begun its last work item: as the grid drains (at decode a
         // block has one item, so at once), not while a persistent grid still has a prompt's tiles to go.
-        if (work + int(gridDim.x) >= n_work) pdl_trigger();
+        if (work + stride >= n_work) pdl_trigger();
         const int tile = work / splits, z = work % splits;
-        const int row0 = (tile % tiles_m) * C::BM, col0 = (tile / tiles_m) * tile_n;
+        const int row0 = row_of(tile), col0 = col_of(tile);
         const int kb1 = min(kb_all, (z + 1) * kb_per);
         for (int kb = z * kb_per; kb < kb1; ++kb, ++it) {
           const int s = it % C::ST;
@@ -261,6 +295,7 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
     }
     // (the producer's threads meet the consumers' two cluster barriers too: every thread of the cluster arrives)
     if (C::kCluster && splits > 1) cluster_sync_all(), cluster_sync_all();
+    if constexpr (C::kMulticast) cluster_sync_all();  // (see the consumers' end)
     return;
   }
   if constexpr (C::kConsumers == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -273,9 +308,15 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
   const int split_bar = 3 + ls;
   float acc[C::kSub][C::BN / 2];
   int it = 0, j = 0;
-  for (int work = blockIdx.x; work < n_work; work += gridDim.x, ++j) {
+  // A stage read: released to this block's producer, and with multicast to the peer's, which writes into it too.
+  auto release = [&](int s) {
+    if (lane != 0) return;
+    mbar_arrive(empty0 + 8 * s);
+    if constexpr (C::kMulticast) mbar_arrive_cluster(peer_smem(empty0 + 8 * s, uint32_t(rank ^ 1)));
+  };
+  for (int work = first; work < n_work; work += stride, ++j) {
     const int tile = work / splits, z = work % splits;
-    const int row0 = (tile % tiles_m) * C::BM, col0 = (tile / tiles_m) * tile_n;
+    const int row0 = row_of(tile), col0 = col_of(tile);
     const int kb0 = z * kb_per, nkb = max(0, min(kb_all, kb0 + kb_per) - kb0);
     if (C::kPingpong && (j & 1) != c) {  // the other consumer's tile: its stages go by
       it += nkb;
@@ -304,15 +345,15 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
       wgmma_commit();
       if (kb > 0) {
         wgmma_wait<1>();
-        if (lane == 0) mbar_arrive(empty0 + 8 * prev);
+        release(prev);
       }
       prev = s;
     }
     wgmma_wait<0>();
 #pragma unroll
     for (int u = 0; u < C::kSub; ++u) fence_regs(acc[u]);
-    if (lane == 0 && nkb > 0) mbar_arrive(empty0 + 8 * prev);
-    if (C::kPingpong && work + int(gridDim.x) < n_work) asm volatile("bar.arrive %0, 256;" ::"r"(1 + c) : "memory");
+    if (nkb > 0) release(prev);
+    if (C::kPingpong && work + stride < n_work) asm volatile("bar.arrive %0, 256;" ::"r"(1 + c) : "memory");
 
     // Cluster split-K: which n8 blocks of the tile this block reduces and stores (SwiGLU: gate block j with its up
     // block j + BN / 16), a contiguous share per rank.
@@ -420,6 +461,8 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
       }
     }
   }
+  // Multicast: no block leaves while its peer may still arrive on its barriers (the last stages' releases).
+  if constexpr (C::kMulticast) cluster_sync_all();
 #endif  // VT_SM90A
 }
 

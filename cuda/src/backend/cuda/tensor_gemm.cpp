@@ -40,6 +40,9 @@ const TensorGemm::Tile TensorGemm::kTiles[kTileCount] = {
     {"wgmma_ck_m64n256", true, 64, 256, 64, 256, wg_smem(64, 256, 4), 128, 128, true},
     {"mma_m16n64", false, 16, 64, 64, 128, mma_smem(16, 64, 64, 6), 128, 1 * 2 * 4},
     {"mma_m32n64", false, 32, 64, 64, 128, mma_smem(32, 64, 64, 6), 128, 1 * 4 * 4},
+    {"wgmma_mc_m128n256", true, 128, 256, 64, 384, wg_smem(128, 256, 4), 256, 128, false, true},
+    {"wgmma_mc_pp_m64n256", true, 64, 256, 64, 384, wg_smem(64, 256, 5), 128, 128, false, true},
+    {"wgmma_mc_m128n128", true, 128, 128, 64, 384, wg_smem(128, 128, 6), 256, 64, false, true},
 };
 
 const char *out_name(TensorGemm::Out o) { return kOutNames[int(o)]; }
@@ -87,7 +90,7 @@ TensorGemm::Choice TensorGemm::with_splits(int tile, int64_t M, int64_t N, int64
                                            int target_blocks) const {
   const Tile &t = kTiles[tile];
   Choice c{tile, 1};
-  if (target_blocks <= 0) return c;
+  if (target_blocks <= 0 || t.multicast) return c;
   const int64_t out_n = out == Out::kSwiGLU ? N / 2 : N, tile_n = out == Out::kSwiGLU ? t.bn / 2 : t.bn;
   const int64_t tiles = ((M + t.bm - 1) / t.bm) * ((out_n + tile_n - 1) / tile_n);
   const int64_t k_steps = (K + t.bk - 1) / t.bk;
@@ -158,10 +161,18 @@ void TensorGemm::run(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdevicept
        int64_t(tiles_n) * tiles_m * splits * t.acc_threads * t.frag_floats * 4 > int64_t(kSplitBytes)))
     fail(VT_ERR_INTERNAL, "tensor-core gemm: split-K beyond its workspace");
   if (splits > kMaxClusterSplits && t.cluster) fail(VT_ERR_INTERNAL, "tensor-core gemm: cluster split-K beyond 8");
+  if (splits > 1 && t.multicast) fail(VT_ERR_INTERNAL, "tensor-core gemm: a multicast tile is never split");
   const CUdeviceptr ws = split_.ptr(), tickets = split_.ptr() + CUdeviceptr(kSplitBytes);
   if (t.wgmma) {
     const CUtensorMap ta = tensor_map(x, M, K, unsigned(t.bm));
-    const CUtensorMap tb = tensor_map(w, N, K, unsigned(tile_n));
+    const CUtensorMap tb = tensor_map(w, N, K, unsigned(t.multicast ? t.bn / 2 : tile_n));
+    if (t.multicast) {  // persistent pairs: as many as the tile pairs, at most one block per SM
+      const int64_t pairs = int64_t(tiles_n) * ((tiles_m + 1) / 2);
+      const unsigned grid = 2 * unsigned(std::min<int64_t>(pairs, ctx_.sm_count() / 2));
+      ctx_.launch_cluster(f, {grid}, 2u, {unsigned(t.threads)}, unsigned(t.smem_bytes), s,
+                          pdl_wgmma_ && M <= kWgmmaPdlRows, ta, tb, bias, y, m, n, k, splits, ws, tickets);
+      return;
+    }
     if (t.cluster && splits > 1) {  // a block per (tile, split), a tile's splits one cluster
       const unsigned grid = unsigned(int64_t(tiles_n) * tiles_m * splits);
       ctx_.launch_cluster(f, {grid}, unsigned(splits), {unsigned(t.threads)}, unsigned(t.smem_bytes), s,
