@@ -8,6 +8,7 @@
 //
 //   npm run build:all && node bench/node-api.mjs --model DIR [--device cuda] [--batches 1,8,32,128] [--runs 3]
 //                                                [--json FILE] [--c-abi FILE] [--text] [--defaults]
+// VT_BENCH_PACKAGE=DIR: drive an installed package instead of this checkout (bench/package.mjs).
 //
 // --text: the streams carry text too, as a server's do (each chunk's text read; the streaming detokenizer runs per
 // token): the Qwen3 tokenizer (test/fixtures/tokenizers/qwen3) is copied into the checkpoint folder when it has none
@@ -18,7 +19,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
-import { Engine } from '../dist/index.js';
+import { Engine, packageDir } from './package.mjs';
 import { ensureTokenizer, kNew, kPrompt, loadDecodeEngine, median, promptIds } from './workload.mjs';
 
 const { values: opt } = parseArgs({
@@ -49,6 +50,18 @@ const engine = await loadDecodeEngine(Engine, opt.model, {
   maxContext: opt['max-context'] ? Number(opt['max-context']) : undefined,
   defaults: opt.defaults,
 });
+{
+  // Which binary served, whether cuBLASLt was there to find, and what the idle engine holds right after the load
+  // (issue 30: no more device memory than weights + workspaces + the pool's first chunk).
+  const info = Engine.systemInfo(), mem = await engine.memory(), e = mem.engine, mib = (b) => (b / 2 ** 20).toFixed(0);
+  const gpu = mem.gpu?.devices?.[0];
+  console.log(`vtengine from ${packageDir}: ${info.binary.kind} ${info.binary.path}; cuBLASLt ` +
+    `${info.cuda.cublasLt.found ? `found (${info.cuda.cublasLt.path})` : 'not found'}`);
+  console.log(`idle after load: engine ${mib(e.totalBytes)} MiB (weights ${mib(e.weights.deviceBytes)}, KV pool ` +
+    `${mib(e.kvCache.bytes)} in ${e.kvCache.blocksMapped} of ${e.kvCache.blocksTotal} blocks mapped, workspaces ` +
+    `${mib(e.workspaceBytes)}, graphs ${e.graphs.bytes === null ? '?' : mib(e.graphs.bytes)}); this process on the GPU ` +
+    `${gpu?.processBytes == null ? '? (' + (gpu?.processBytesReason ?? 'no GPU figure') + ')' : mib(gpu.processBytes) + ' MiB'}`);
+}
 
 // One batch: N streams read concurrently; per request the time of its first and last token, and every chunk's time.
 async function batch(n, maxTokens) {

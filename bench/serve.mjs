@@ -5,6 +5,7 @@
 //   npm run build:all && node bench/serve.mjs --model DIR [--device cuda] [--batches 8,32,128] [--runs 3]
 //                                             [--new-tokens 256] [--max-context N] [--json FILE] [--defaults]
 // --defaults: the engine loaded with no options but the device, as `vtengine serve MODEL` loads it.
+// VT_BENCH_PACKAGE=DIR: drive an installed package instead of this checkout (bench/package.mjs).
 //
 // The workload is bench/node-api.mjs's: N prompts of 128 splitmix64 ids below 1000, greedy (temperature 0), 256 new
 // tokens, the engine configured as there (prefix caching off: the warm-up repeats the prompts). The server takes a
@@ -25,8 +26,7 @@ import { fork } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
-import { Engine } from '../dist/index.js';
-import { createServer } from '../dist/server/index.js';
+import { createServer, Engine, packageDir } from './package.mjs';
 import { medianOfRuns, summarize } from './serve-stats.mjs';
 import { ensureTokenizer, kPrompt, loadDecodeEngine, promptIds } from './workload.mjs';
 
@@ -58,6 +58,11 @@ const engine = await loadDecodeEngine(Engine, opt.model, {
   defaults: opt.defaults,
   newTokens: kNew,
 });
+{
+  const info = Engine.systemInfo();
+  console.log(`vtengine from ${packageDir}: ${info.binary.kind} ${info.binary.path}; cuBLASLt ` +
+    `${info.cuda.cublasLt.found ? `found (${info.cuda.cublasLt.path})` : 'not found'}`);
+}
 
 const prompts = Array.from({ length: Math.max(...batches) }, (_, r) => promptIds(r, kPrompt, engine.modelInfo.vocabSize));
 
