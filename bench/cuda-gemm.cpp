@@ -150,10 +150,6 @@ int main(int argc, char **argv) {
         cands.push_back({t, 0});
         continue;
       }
-      if (TensorGemm::kTiles[t].cluster) {  // (unsplit it is its plain tile; more than a block per SM, a second wave)
-        cands.push_back({t, 1});
-        continue;
-      }
       cands.push_back({t, 0});
       for (int b : {1, 2, 4}) cands.push_back({t, b});
     }
@@ -201,7 +197,7 @@ int main(int argc, char **argv) {
         for (const Candidate &c : cands) {
           const auto &t = TensorGemm::kTiles[c.tile];
           // (tiles far from this M: a 128-row tile on a decode batch, a 16-row one on a long prompt)
-          if ((M <= 32 && t.bm >= 128) || (M >= 1024 && (t.bm <= 32 || t.cluster))) continue;
+          if ((M <= 32 && t.bm >= 128) || (M >= 1024 && t.bm <= 32)) continue;
           const TensorGemm::Choice ch = gemm.with_splits(c.tile, M, p.N, p.K, p.out, c.blocks_per_sm * ctx.sm_count());
           if (c.blocks_per_sm && ch.splits == 1) continue;  // the same launch as no split
           const double us = median_us(s, [&](int i) { gemm.run(s.get(), x.ptr(), M, p.K, wp(i), p.N, 0, y.ptr(), p.out, ch); });

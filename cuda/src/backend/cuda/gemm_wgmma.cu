@@ -1,6 +1,6 @@
 // Entry points of the Hopper GEMM (gemm_wgmma.cuh): vt_gemm_wgmma_<tile>_<epilogue>, epilogues as gemm_mma.cu's.
-// The ck_ tiles (cluster split-K) are launched with a block per work item, in clusters of (splits, 1, 1); the mc_
-// tiles (weight slices multicast) persistent, in clusters of (2, 1, 1), w's box (64, BN / 2) for every epilogue.
+// The mc_ tiles (weight slices multicast) are launched in clusters of (2, 1, 1), w's box (64, BN / 2) for every
+// epilogue.
 // Real code on sm_90a only; in the other targets' images they are empty, and TensorGemm looks them up only on a GPU
 // of compute capability 9.0 (which loads the sm_90a cubin). Persistent: grid min(tiles x splits, SMs), the tile's
 // threads, its shared memory (above 48 KiB: the limit is raised). ta: x's tensor map (K, M), box (64, BM); tb: w's
@@ -16,8 +16,8 @@ using namespace vtk;
     gemm_wgmma<WgTile_##NAME, Y, SWIGLU>(ta, tb, bias, y, M, N, K, splits, ws, tickets);                             \
   }
 
-#define VT_GEMM_WGMMA_TILE(NAME, BM, BN, ST, PINGPONG, CLUSTER, ...) \
-  using WgTile_##NAME = WgTile<BM, BN, ST, PINGPONG, CLUSTER, ##__VA_ARGS__>;  \
+#define VT_GEMM_WGMMA_TILE(NAME, BM, BN, ST, PINGPONG, MULTICAST) \
+  using WgTile_##NAME = WgTile<BM, BN, ST, PINGPONG, MULTICAST>;  \
   VT_GEMM_WGMMA_ENTRY(NAME, bf16, bf16, false)  \
   VT_GEMM_WGMMA_ENTRY(NAME, f32, float, false)  \
   VT_GEMM_WGMMA_ENTRY(NAME, swiglu, bf16, true)
@@ -31,12 +31,7 @@ VT_GEMM_WGMMA_TILE(m64n128, 64, 128, 8, false, false)
 VT_GEMM_WGMMA_TILE(pp_m128n128, 128, 128, 6, true, false)
 VT_GEMM_WGMMA_TILE(pp_m64n256, 64, 256, 5, true, false)
 VT_GEMM_WGMMA_TILE(pp_m64n128, 64, 128, 8, true, false)
-// cluster split-K: the splits of a tile meet in distributed shared memory (the products of 8-512 rows whose
-// tiles cannot fill the GPU: decode batches, narrow o_proj / down)
-VT_GEMM_WGMMA_TILE(ck_m64n128, 64, 128, 8, false, true)
-VT_GEMM_WGMMA_TILE(ck_m128n128, 128, 128, 6, false, true)
-VT_GEMM_WGMMA_TILE(ck_m64n256, 64, 256, 4, false, true)
 // multicast: clusters of two blocks along M sharing each weight slice (prefill-sized products)
-VT_GEMM_WGMMA_TILE(mc_m128n256, 128, 256, 4, false, false, true)
-VT_GEMM_WGMMA_TILE(mc_pp_m64n256, 64, 256, 5, true, false, true)
-VT_GEMM_WGMMA_TILE(mc_m128n128, 128, 128, 6, false, false, true)
+VT_GEMM_WGMMA_TILE(mc_m128n256, 128, 256, 4, false, true)
+VT_GEMM_WGMMA_TILE(mc_pp_m64n256, 64, 256, 5, true, true)
+VT_GEMM_WGMMA_TILE(mc_m128n128, 128, 128, 6, false, true)

@@ -17,12 +17,6 @@
 //     pairs 2t, 2t + 1 of each n8 block), as gemm_mma.cuh does;
 //   - split-K (splits > 1), for products whose tiles cannot fill the GPU (few rows: batched decode; few columns):
 //     the work items are (tile, split) pairs, and the splits meet as gemm_mma.cuh's do (workspace, tickets);
-//   - or, cluster split-K (WgTile's kCluster), a tile's splits are one thread-block cluster (launched with cluster
-//     dims (splits, 1, 1), a block per work item: not persistent) and meet in shared memory: each block leaves
-//     its sums in its own (its stages, free once the main loop is done), and each reduces a share of the tile's
-//     columns from every block's (distributed shared memory), adding the splits in order, and stores it. No
-//     workspace, no ticket, no second pass through L2: what made the global split-K slower than no split at all
-//     on the products it was for (decode's 8-128 rows, where the weight read is the whole cost).
 //   - or, multicast (WgTile's kMulticast), blocks work in clusters of two along M: the pair takes two row tiles of
 //     one column of y at once, and each block fetches half of the stage's weight rows and multicasts it into both
 //     blocks' shared memory, so a weight slice crosses L2 once per pair (prefill, where L2 -> SM traffic, not
@@ -55,10 +49,10 @@ struct alignas(64) TmaDesc {
 // kPingpong false: the consumers share each tile (cooperative), one 64-row slice each. true: two consumers, each
 // taking every other tile whole (BM rows: BM / 64 wgmma row blocks), their main loops in turn (a named-barrier
 // hand-off) so one's epilogue runs under the other's products.
-template <int BM_, int BN_, int ST_, bool kPingpong_ = false, bool kCluster_ = false, bool kMulticast_ = false>
+template <int BM_, int BN_, int ST_, bool kPingpong_ = false, bool kMulticast_ = false>
 struct WgTile {
   static constexpr int BM = BM_, BN = BN_, BK = 64, ST = ST_;
-  static constexpr bool kPingpong = kPingpong_, kCluster = kCluster_, kMulticast = kMulticast_;
+  static constexpr bool kPingpong = kPingpong_, kMulticast = kMulticast_;
   static constexpr int kConsumers = kPingpong ? 2 : BM / 64;
   static constexpr int kSub = kPingpong ? BM / 64 : 1;          // 64-row blocks a consumer multiplies per tile
   static constexpr int kAccThreads = kPingpong ? 128 : kConsumers * 128;  // threads holding one tile's sums
@@ -68,9 +62,6 @@ struct WgTile {
   // the stages, their 2 ST barriers, and the slack to align the first stage to 1024 bytes (the swizzle atom)
   static constexpr int kSmemBytes = ST * kStageBytes + 2 * ST * 8 + 1024;
   static_assert(BM % 64 == 0 && BM <= 128 && (BN == 128 || BN == 256) && kAcc <= 128, "tile geometry");
-  // cluster split-K: cooperative tiles only, the sums of a tile fit the stages
-  static_assert(!kCluster || (!kPingpong && kAccThreads * kAcc * 4 <= ST * kStageBytes), "cluster split-K geometry");
-  static_assert(!(kCluster && kMulticast), "a cluster either splits K or shares weight slices");
 };
 
 #if VT_SM90A
@@ -185,7 +176,7 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_
 
 // The cluster's barrier (every thread of every block arrives; release / acquire order the shared-memory writes
 // before it against the peers' reads after it; not .aligned: the producer's threads arrive from divergent code)
-// and a float4 of a peer's shared memory (common.cuh's cluster_load reads floats).
+// and the shared::cluster address of a peer block's shared memory at addr's offset.
 __device__ __forceinline__ void cluster_sync_all() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
 }
@@ -193,11 +184,6 @@ __device__ __forceinline__ uint32_t peer_smem(uint32_t addr, uint32_t rank) {
   uint32_t r;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
   return r;
-}
-__device__ __forceinline__ float4 ld_peer(uint32_t addr) {
-  float4 v;
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr) : "memory");
-  return v;
 }
 
 template <int BN>
@@ -226,7 +212,8 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
   // item is a pair of row tiles (rank 0 the upper, 1 the lower; past M, TMA reads zeros and nothing is stored),
   // each pair of blocks taking the same items in the same order.
   constexpr int kPair = C::kMulticast ? 2 : 1;
-  const int rank = C::kMulticast ? int(cluster_rank()) : 0;
+  // (the cluster is (2, 1, 1): a block's rank in it is blockIdx.x % 2, a register the compiler can re-read)
+  const int rank = C::kMulticast ? int(blockIdx.x & 1) : 0;
   const int first = blockIdx.x / kPair, stride = gridDim.x / kPair;
   const int units_m = (tiles_m + kPair - 1) / kPair;
   const int n_work = units_m * tiles_n * splits;
@@ -293,9 +280,8 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
         }
       }
     }
-    // (the producer's threads meet the consumers' two cluster barriers too: every thread of the cluster arrives)
-    if (C::kCluster && splits > 1) cluster_sync_all(), cluster_sync_all();
-    if constexpr (C::kMulticast) cluster_sync_all();  // (see the consumers' end)
+    // (the producer's threads meet the consumers' cluster barrier too: every thread of the cluster arrives)
+    if constexpr (C::kMulticast) cluster_sync_all();
     return;
   }
   if constexpr (C::kConsumers == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -355,39 +341,7 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
     if (nkb > 0) release(prev);
     if (C::kPingpong && work + stride < n_work) asm volatile("bar.arrive %0, 256;" ::"r"(1 + c) : "memory");
 
-    // Cluster split-K: which n8 blocks of the tile this block reduces and stores (SwiGLU: gate block j with its up
-    // block j + BN / 16), a contiguous share per rank.
-    constexpr int kBlocks = kSwiGLU ? C::BN / 16 : C::BN / 8;
-    const int rank = C::kCluster && splits > 1 ? z : 0, n_ranks = C::kCluster ? splits : 1;
-    auto mine = [&](int jn) { return (jn * n_ranks) / kBlocks == rank; };
-    if (C::kCluster && splits > 1) {
-      // Every stage was waited on (this block's one work item is done), so the stages hold this block's sums now:
-      // (float4, thread) as the global split-K's, then each rank adds its share over the ranks in order. (The
-      // barrier first: the other consumer's last products may still be reading the stages.)
-      asm volatile("bar.sync %0, %1;" ::"r"(split_bar), "r"(C::kAccThreads) : "memory");
-#pragma unroll
-      for (int u = 0; u < C::kSub; ++u)
-#pragma unroll
-        for (int i = 0; i < C::BN / 8; ++i)
-          asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(base + uint32_t(((u * (C::BN / 8) + i) * C::kAccThreads + ct) * 16)),
-                       "f"(acc[u][4 * i]), "f"(acc[u][4 * i + 1]), "f"(acc[u][4 * i + 2]), "f"(acc[u][4 * i + 3])
-                       : "memory");
-      cluster_sync_all();
-#pragma unroll
-      for (int u = 0; u < C::kSub; ++u)
-#pragma unroll
-        for (int i = 0; i < C::BN / 8; ++i) {
-          if (!mine(kSwiGLU ? i % kBlocks : i)) continue;
-          const uint32_t off = base + uint32_t(((u * (C::BN / 8) + i) * C::kAccThreads + ct) * 16);
-          float4 sum = ld_peer(peer_smem(off, 0));
-          for (int r = 1; r < splits; ++r) {
-            const float4 p = ld_peer(peer_smem(off, uint32_t(r)));
-            sum.x += p.x, sum.y += p.y, sum.z += p.z, sum.w += p.w;
-          }
-          acc[u][4 * i] = sum.x, acc[u][4 * i + 1] = sum.y, acc[u][4 * i + 2] = sum.z, acc[u][4 * i + 3] = sum.w;
-        }
-      cluster_sync_all();  // (no block leaves while a peer still reads its shared memory)
-    } else if (splits > 1) {
+    if (splits > 1) {
       // (at (float4, thread) in the (tile, split)'s block, as gemm_mma.cuh's: a warp's accesses are contiguous)
       // A thread's float4s hold rows g and g + 8 of its warp's 16: none of them live past M (few rows: batched
       // decode) means nothing to write or read, which at 8 rows of a 64-row tile is 7 / 8 of the partials.
@@ -433,7 +387,7 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
 #pragma unroll
         for (int jn = 0; jn < C::BN / 16; ++jn) {
           const int col = col0 + 8 * jn + 2 * t;
-          if (col >= I || !mine(jn)) continue;
+          if (col >= I) continue;
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int row = r0 + 8 * h;
@@ -448,7 +402,7 @@ __device__ __forceinline__ void gemm_wgmma(const TmaDesc &ta, const TmaDesc &tb,
 #pragma unroll
         for (int jn = 0; jn < C::BN / 8; ++jn) {
           const int col = col0 + 8 * jn + 2 * t;
-          if (col >= N || !mine(jn)) continue;
+          if (col >= N) continue;
           const float b0 = bias ? bias[col] : 0.f, b1 = bias && col + 1 < N ? bias[col + 1] : 0.f;
 #pragma unroll
           for (int h = 0; h < 2; ++h) {

@@ -35,14 +35,11 @@ const TensorGemm::Tile TensorGemm::kTiles[kTileCount] = {
     {"wgmma_pp_m64n256", true, 64, 256, 64, 384, wg_smem(64, 256, 5), 128, 128},
     {"wgmma_m64n128", true, 64, 128, 64, 256, wg_smem(64, 128, 8), 128, 64},
     {"wgmma_pp_m64n128", true, 64, 128, 64, 384, wg_smem(64, 128, 8), 128, 64},
-    {"wgmma_ck_m64n128", true, 64, 128, 64, 256, wg_smem(64, 128, 8), 128, 64, true},
-    {"wgmma_ck_m128n128", true, 128, 128, 64, 384, wg_smem(128, 128, 6), 256, 64, true},
-    {"wgmma_ck_m64n256", true, 64, 256, 64, 256, wg_smem(64, 256, 4), 128, 128, true},
     {"mma_m16n64", false, 16, 64, 64, 128, mma_smem(16, 64, 64, 6), 128, 1 * 2 * 4},
     {"mma_m32n64", false, 32, 64, 64, 128, mma_smem(32, 64, 64, 6), 128, 1 * 4 * 4},
-    {"wgmma_mc_m128n256", true, 128, 256, 64, 384, wg_smem(128, 256, 4), 256, 128, false, true},
-    {"wgmma_mc_pp_m64n256", true, 64, 256, 64, 384, wg_smem(64, 256, 5), 128, 128, false, true},
-    {"wgmma_mc_m128n128", true, 128, 128, 64, 384, wg_smem(128, 128, 6), 256, 64, false, true},
+    {"wgmma_mc_m128n256", true, 128, 256, 64, 384, wg_smem(128, 256, 4), 256, 128, true},
+    {"wgmma_mc_pp_m64n256", true, 64, 256, 64, 384, wg_smem(64, 256, 5), 128, 128, true},
+    {"wgmma_mc_m128n128", true, 128, 128, 64, 384, wg_smem(128, 128, 6), 256, 64, true},
 };
 
 const char *out_name(TensorGemm::Out o) { return kOutNames[int(o)]; }
@@ -99,9 +96,8 @@ TensorGemm::Choice TensorGemm::with_splits(int tile, int64_t M, int64_t N, int64
   // wave for its block, which doubled the time of products whose rounded-up split count passed the SMs by a few.
   // So there the splits fill the target without passing it; the mma grid's blocks co-reside, and round up.
   int64_t splits = t.wgmma ? target_blocks / tiles : (target_blocks + tiles - 1) / tiles;
-  if (t.cluster) splits = std::min<int64_t>({splits, k_steps / 4, kMaxClusterSplits});  // (no workspace, no ticket)
-  else splits = std::min<int64_t>({splits, k_steps / 4, 16, int64_t(kSplitBytes) / (per_block * tiles)});
-  if (splits <= 1 || (!t.cluster && tiles > kTickets)) return c;
+  splits = std::min<int64_t>({splits, k_steps / 4, 16, int64_t(kSplitBytes) / (per_block * tiles)});
+  if (splits <= 1 || tiles > kTickets) return c;
   // Even K shares: the last split would otherwise run short and the others wait on nothing.
   const int64_t per = (k_steps + splits - 1) / splits;
   c.splits = int((k_steps + per - 1) / per);
@@ -156,11 +152,10 @@ void TensorGemm::run(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdevicept
   const int64_t out_n = out == Out::kSwiGLU ? N / 2 : N, tile_n = out == Out::kSwiGLU ? t.bn / 2 : t.bn;
   const unsigned tiles_n = unsigned((out_n + tile_n - 1) / tile_n), tiles_m = unsigned((M + t.bm - 1) / t.bm);
   const int splits = std::max(1, choice.splits);
-  if (splits > 1 && !t.cluster &&
+  if (splits > 1 &&
       (int64_t(tiles_n) * tiles_m > kTickets ||
        int64_t(tiles_n) * tiles_m * splits * t.acc_threads * t.frag_floats * 4 > int64_t(kSplitBytes)))
     fail(VT_ERR_INTERNAL, "tensor-core gemm: split-K beyond its workspace");
-  if (splits > kMaxClusterSplits && t.cluster) fail(VT_ERR_INTERNAL, "tensor-core gemm: cluster split-K beyond 8");
   if (splits > 1 && t.multicast) fail(VT_ERR_INTERNAL, "tensor-core gemm: a multicast tile is never split");
   const CUdeviceptr ws = split_.ptr(), tickets = split_.ptr() + CUdeviceptr(kSplitBytes);
   if (t.wgmma) {
@@ -171,13 +166,6 @@ void TensorGemm::run(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdevicept
       const unsigned grid = 2 * unsigned(std::min<int64_t>(pairs, ctx_.sm_count() / 2));
       ctx_.launch_cluster(f, {grid}, 2u, {unsigned(t.threads)}, unsigned(t.smem_bytes), s,
                           pdl_wgmma_ && M <= kWgmmaPdlRows, ta, tb, bias, y, m, n, k, splits, ws, tickets);
-      return;
-    }
-    if (t.cluster && splits > 1) {  // a block per (tile, split), a tile's splits one cluster
-      const unsigned grid = unsigned(int64_t(tiles_n) * tiles_m * splits);
-      ctx_.launch_cluster(f, {grid}, unsigned(splits), {unsigned(t.threads)}, unsigned(t.smem_bytes), s,
-                          pdl_wgmma_ && M <= kWgmmaPdlRows, ta, tb,
-                          bias, y, m, n, k, splits, ws, tickets);
       return;
     }
     const unsigned grid = unsigned(std::min<int64_t>(int64_t(tiles_n) * tiles_m * splits, ctx_.sm_count()));

@@ -27,15 +27,11 @@ class TensorGemm {
     int bm, bn, bk, threads, smem_bytes;
     int acc_threads, frag_floats;  // threads holding accumulators, and how many each (split-K's workspace per
                                    // (tile, split) is their product in fp32)
-    // cluster split-K (wgmma ck_ tiles): the splits of a tile meet in a cluster's shared memory, not in the
-    // workspace; a block per (tile, split), clusters of `splits` blocks (at most kMaxClusterSplits)
-    bool cluster = false;
     // multicast (wgmma mc_ tiles): blocks in clusters of 2 along M, each pair taking two row tiles of a column and
     // each block fetching half of a weight slice for both; never split
     bool multicast = false;
   };
-  static constexpr int kTileCount = 19;
-  static constexpr int kMaxClusterSplits = 8;  // the portable cluster size
+  static constexpr int kTileCount = 16;
   static const Tile kTiles[kTileCount];
   static int tile_index(const std::string &name);  // -1 when there is none of that name
 
