@@ -273,6 +273,7 @@ void test_embed_norm(Env &env, cuda::Ops &ops);
 void test_kv_store(Env &env, cuda::Ops &ops);
 void test_rope_store(Env &env, cuda::Ops &ops);
 void test_attention_gate(Env &env, cuda::Ops &ops);
+void test_f16_to_bf16(Env &env, cuda::Ops &ops);
 // One row of logits of the given kind (0-7): the cases greedy sampling must get right (argmax.cpp; the sampler's
 // checks take them too).
 void fill_logits_row(float *x, int32_t vocab, int kind);

@@ -125,6 +125,7 @@ int main() {
       test_kv_store(env, ops);
       test_rope_store(env, ops);
       test_attention_gate(env, ops);
+      test_f16_to_bf16(env, ops);
       test_gemv_norm_rope(env, ops);
       if (act == Act::F32) test_argmax(env, ops);  // fp32 logits whatever the activations
       if (act == Act::F32) test_sample(env, ops);

@@ -377,4 +377,32 @@ void test_attention_gate(Env &env, cuda::Ops &ops) {
     });
 }
 
+// f16_to_bf16 (fp16 weights under bf16 activations, narrowed once at load): every one of the 65,536 fp16 bit
+// patterns (subnormals, infinities and NaNs included), in place, bit for bit the host's exact widening
+// (dtype.h's f16_to_f32) rounded to the nearest bf16 with ties to even (to_bf16); an odd count, so the grid's last
+// elements and the bytes after them (left as they were) are checked too.
+void test_f16_to_bf16(Env &env, cuda::Ops &ops) {
+  if (ops.act() != Act::BF16) return;  // (the kernel is one, whatever the activations; run it once)
+  check_case(env, "f16_to_bf16 every fp16 value, in place", [&](std::string &why) {
+    const size_t n = 65536 + 3;
+    std::vector<uint16_t> h(n + 5);
+    for (size_t i = 0; i < h.size(); ++i) h[i] = uint16_t(i * 40503u);  // (an odd stride: every pattern once)
+    DeviceBuffer d = upload_raw(h);
+    ops.f16_to_bf16(env.stream.get(), d.ptr(), int64_t(n));
+    std::vector<uint16_t> got(h.size());
+    d.download(env.stream.get(), got.data(), got.size() * 2);
+    for (size_t i = 0; i < h.size(); ++i) {
+      const uint16_t want = i < n ? to_bf16(vt::f16_to_f32(h[i])) : h[i];
+      const bool nan = i < n && std::isnan(vt::f16_to_f32(h[i]));
+      // NaN: any NaN will do (the hardware's fp16 widening may give the canonical one, sign and payload dropped)
+      const bool ok = nan ? (got[i] & 0x7f80) == 0x7f80 && (got[i] & 0x7f) : got[i] == want;
+      if (!ok) {
+        why = fmt("element %zu: fp16 0x%04x gave bf16 0x%04x, want 0x%04x", i, h[i], got[i], want);
+        return false;
+      }
+    }
+    return true;
+  });
+}
+
 }  // namespace cuda_tests

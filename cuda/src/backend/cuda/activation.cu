@@ -1,5 +1,6 @@
 // Entry points of the activation family, 1-D grid-stride launches: vt_silu_mul_<activation dtype>,
-// vt_split_q_gate_<activation dtype>, vt_sigmoid_mul_<activation dtype>.
+// vt_split_q_gate_<activation dtype>, vt_sigmoid_mul_<activation dtype>; and vt_f16_to_bf16, the load-time
+// narrowing of fp16 weights for bf16 activations.
 #include "activation.cuh"
 
 using namespace vtk;
@@ -22,6 +23,13 @@ using namespace vtk;
     pdl_wait();                                                                                             \
     sigmoid_mul_all<T>(x, gate, n);                                                                         \
   }
+
+// fp16 weights for bf16 activations, in place, once at load: each element widened exactly and rounded to the nearest
+// bf16 (ties to even), as torch's .to(torch.bfloat16) does, so that the bf16 GEMV and tensor-core GEMMs take them.
+extern "C" __global__ void __launch_bounds__(256) vt_f16_to_bf16(uint16_t *w, long long n) {
+  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < n; i += 256ll * gridDim.x)
+    w[i] = f32_to_bf16(to_f32(f16{w[i]})).bits;
+}
 
 VT_SILU_MUL(f32, float)
 VT_SILU_MUL(bf16, bf16)

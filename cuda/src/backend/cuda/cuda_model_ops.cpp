@@ -157,6 +157,13 @@ Linear CudaModelOps::linear_weights(std::initializer_list<const Matrix *> parts,
   d.m.dtype = first.dtype, d.m.cols = first.cols;
   d.source = parts.size() == 1 ? first.data : nullptr;
   d.m.ptr = upload_weights(srcs.data(), sizes.data(), srcs.size(), mats.data());
+  // fp16 weights under bf16 activations: narrowed to bf16 on the device once, after their copy on the same stream
+  // (what transformers does loading an fp16 checkpoint with dtype bf16), so the GEMV and our tensor-core GEMMs serve
+  // them rather than the fp32 reference kernel; the embedding gather reads the same table as bf16.
+  if (d.m.dtype == DType::F16 && p_.act == cuda::Act::BF16) {
+    if (!sizing_ && d.m.ptr) ops_->f16_to_bf16(stream_, d.m.ptr, d.m.rows * d.m.cols);
+    d.m.dtype = DType::BF16;  // (a sizing instance too: the workspaces it plans follow the dtype)
+  }
   // Biases stacked like the matrices; a layer with some parts' biases gets zeros for the others.
   bool any_bias = false;
   for (const std::vector<float> *b : biases) any_bias |= b && !b->empty();

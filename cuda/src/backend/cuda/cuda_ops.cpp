@@ -65,6 +65,7 @@ Ops::Ops(Context &ctx, Act act, const CudaOpsTuning &tuning) : ctx_(ctx), act_(a
                                          (of ? "f32" : "bf16"));
   rope_ = ctx.function("vt_rope_" + a);
   silu_mul_ = ctx.function("vt_silu_mul_" + a);
+  f16_to_bf16_ = ctx.function("vt_f16_to_bf16");
   split_q_gate_ = ctx.function("vt_split_q_gate_" + a);
   sigmoid_mul_ = ctx.function("vt_sigmoid_mul_" + a);
   kv_store_ = ctx.function("vt_kv_store_" + a);
@@ -204,6 +205,14 @@ void Ops::silu_mul(CUstream s, CUdeviceptr gate, CUdeviceptr up, int64_t T, int6
   const int f = int(F);
   const unsigned grid = unsigned(std::min<int64_t>(blocks_for(T * F, 256), int64_t(ctx_.sm_count()) * 16));
   ctx_.launch_pdl(silu_mul_, {grid}, {256}, 0, s, gate, up, rows, f, lda, out);
+}
+
+void Ops::f16_to_bf16(CUstream s, CUdeviceptr w, int64_t n) {
+  require(n >= 0 && w % 2 == 0, "f16_to_bf16 arguments");
+  if (n == 0) return;
+  const long long count = n;
+  const unsigned grid = unsigned(std::min<int64_t>(blocks_for(n, 256), int64_t(ctx_.sm_count()) * 16));
+  ctx_.launch(f16_to_bf16_, {grid}, {256}, 0, s, w, count);
 }
 
 void Ops::gemv(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdeviceptr w, int64_t N, CUdeviceptr bias,

@@ -72,6 +72,9 @@ class Ops {
 
   // out(T, F) = silu(gate) * up, gate/up rows ld elements apart (0: F); out may be gate only when ld == F.
   void silu_mul(CUstream s, CUdeviceptr gate, CUdeviceptr up, int64_t T, int64_t F, int64_t ld, CUdeviceptr out);
+  // n fp16 values at w become bf16 in place (round to nearest even): fp16 weights, once at load, for bf16
+  // activations (the bf16 GEMV and tensor-core GEMMs serve them then; transformers in bf16 does the same).
+  void f16_to_bf16(CUstream s, CUdeviceptr w, int64_t n);
 
   // Qwen3.5's gated attention, around the attention (each a plain elementwise pass):
   //   split_q_gate: src(T, 2 QD + rest), QD = n_heads * head_dim, whose first 2 QD columns are q_proj's per-head
@@ -273,7 +276,7 @@ class Ops {
   Act act_;
   CUfunction embed_[2][3];  // [out_f32][table DType]
   CUfunction embed_norm_[3] = {};  // [table DType]; null where the image lacks them
-  CUfunction rmsnorm_, add_rmsnorm_, rope_, silu_mul_, kv_store_, split_q_gate_, sigmoid_mul_;
+  CUfunction rmsnorm_, add_rmsnorm_, rope_, silu_mul_, kv_store_, split_q_gate_, sigmoid_mul_, f16_to_bf16_;
   CUfunction rmsnorm_res32_, rmsnorm_f32_, add_rmsnorm_res32_[2][2];  // [x_f32][out_f32]
   CUfunction gemv_[2][4];       // [y_f32][log2 M]
   CUfunction gemv_x32_[4];      // fp32 x and y, [log2 M]
