@@ -1,14 +1,18 @@
 #!/usr/bin/env node
-// CPU benchmark (issue: the spine). A random-weight Qwen3-0.6B-shaped bf16 checkpoint (made on first use by
-// scripts/random-checkpoint.mjs, 1.2 GB, not committed); decode tok/s at batch 1 and 8; prefill tok/s for a
-// 512-token prompt; and, in the same run, the machine's memory read bandwidth and the decode limit it implies
-// (weight bytes read per token / bandwidth). Prints a table and one JSON line; medians of --runs runs.
+// CPU benchmark (issue: the spine; issue 31's CPU point for Qwen3.5). A random-weight bf16 checkpoint of --shape
+// (default qwen3-0.6b, 1.2 GB; qwen3.5-0.8b: Qwen3.5-0.8B's hybrid text model, 1.5 GB; made on first use by
+// scripts/random-checkpoint.mjs into bench/checkpoints/SHAPE-bf16, not committed); decode tok/s at batch 1 and 8;
+// prefill tok/s for a 512-token prompt; and, in the same run, the machine's memory read bandwidth and the decode limit
+// it implies (weight bytes read per token / bandwidth). Prints a table and one JSON line; medians of --runs runs.
 //
-//   npm run build:all && node bench/cpu.mjs [--threads 2] [--runs 3] [--tokens 64] [--peer llama-cpp]
+//   npm run build:all && node bench/cpu.mjs [--shape qwen3-0.6b|qwen3.5-0.8b] [--threads 2] [--runs 3] [--tokens 64]
+//       [--peer llama-cpp [--peer-version 3.22.1]]
 //
-// --peer llama-cpp: afterwards (never concurrently), bench/peer-llama-cpp.mjs measures node-llama-cpp 3.21.1 in a
-// child process on the same checkpoint (converted to GGUF, same weights) the same way; the table and the JSON gain
-// its column and ours / peer ratios.
+// --peer llama-cpp: afterwards (never concurrently), bench/peer-llama-cpp.mjs measures node-llama-cpp (default
+// 3.22.1) in a child process on the same checkpoint (converted to GGUF by bench/gguf.mjs, same weights: arch qwen3
+// or qwen35) the same way; the table and the JSON gain its column and ours / peer ratios, and the JSON the count of
+// leading greedy tokens of the warm-up decode (16-token prompt) on which the two agree (bf16 rounding can flip a
+// near-tie; bench/peer-check.mjs compares the logits themselves).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -27,6 +31,7 @@ const { values } = parseArgs({
     tokens: { type: 'string', default: '64' },
     shape: { type: 'string', default: 'qwen3-0.6b' },
     peer: { type: 'string' },
+    'peer-version': { type: 'string' },
   },
 });
 if (values.peer !== undefined && values.peer !== 'llama-cpp') throw new Error(`--peer: only llama-cpp is known, not ${values.peer}`);
@@ -65,6 +70,7 @@ async function decode(batch) {
   const results = await Promise.all(gens);
   // Steady-state decode: from the last first-token to the first finish, all requests decode together.
   const ms = Math.min(...results.map((r) => r.timings.decodeMs));
+  decode.ids = results[0].tokenIds;
   return (batch * (newTokens - 1)) / (ms / 1000);
 }
 
@@ -74,6 +80,7 @@ async function prefill(n) {
 }
 
 await decode(1); // warm-up: page in the weights, spin up the pool
+const warmIds = decode.ids; // the peer's warm-up decodes the same prompt greedily
 const rows = { decode1: [], decode8: [], prefill512: [] };
 for (let i = 0; i < runs; i++) {
   rows.decode1.push(await decode(1));
@@ -86,6 +93,7 @@ const out = {
   date: new Date().toISOString().slice(0, 10),
   machine: `${cpus()[0].model} (${cpus().length} cores)`,
   commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root }).toString().trim(),
+  shape: values.shape,
   threads,
   runs,
   weightBytes: bytesPerToken,
@@ -101,10 +109,14 @@ let peer = null;
 if (values.peer) {
   const args = [join(root, 'bench/peer-llama-cpp.mjs'), '--threads', String(threads), '--runs', String(runs),
     '--tokens', String(newTokens), '--shape', values.shape];
+  if (values['peer-version']) args.push('--peer-version', values['peer-version']);
   const stdout = execFileSync(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] }).toString();
   peer = JSON.parse(stdout.trim().split('\n').pop());
   const ratio = (k) => +(out[k] / peer[k]).toFixed(2);
-  out.peer = { ...peer, ratio: { decode1: ratio('decode1TokS'), decode8: ratio('decode8TokS'), prefill512: ratio('prefill512TokS') } };
+  let same = 0;
+  while (same < peer.greedyIds.length && peer.greedyIds[same] === warmIds[same]) same++;
+  out.peer = { ...peer, greedySamePrefix: `${same}/${peer.greedyIds.length}`,
+    ratio: { decode1: ratio('decode1TokS'), decode8: ratio('decode8TokS'), prefill512: ratio('prefill512TokS') } };
 }
 
 const row = (label, ours, k, unit, note = '') => peer

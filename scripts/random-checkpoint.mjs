@@ -36,6 +36,16 @@ export const SHAPES = {
     linear_num_key_heads: 16, linear_num_value_heads: 16, linear_key_head_dim: 128, linear_value_head_dim: 128,
     linear_conv_kernel_dim: 4, rope_parameters: { rope_type: 'default', rope_theta: 10000000, partial_rotary_factor: 0.25 },
   },
+  // A tiny hybrid for fast checks (bench/gguf.mjs's qwen35 conversion against llama.cpp): two blocks of three Gated
+  // DeltaNet layers then one gated attention layer; 2 key / 4 value heads (so llama.cpp's value-head reorder is
+  // exercised), key and value head dims equal (llama.cpp's qwen35 requires it); RoPE on 8 of 32 dims.
+  'tiny-qwen3.5': {
+    architecture: 'Qwen3_5ForCausalLM', model_type: 'qwen3_5_text', vocab_size: 512, hidden_size: 64,
+    intermediate_size: 160, num_hidden_layers: 8, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 32,
+    max_position_embeddings: 4096, rms_norm_eps: 1e-6, tie_word_embeddings: false, full_attention_interval: 4,
+    linear_num_key_heads: 2, linear_num_value_heads: 4, linear_key_head_dim: 32, linear_value_head_dim: 32,
+    linear_conv_kernel_dim: 4, rope_parameters: { rope_type: 'default', rope_theta: 10000000, partial_rotary_factor: 0.25 },
+  },
   'tiny-llama': {
     architecture: 'LlamaForCausalLM', vocab_size: 384, hidden_size: 64, intermediate_size: 160,
     num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 16,
