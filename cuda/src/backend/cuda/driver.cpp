@@ -82,6 +82,7 @@ Loaded load() {
   resolve(lib, d.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime", &missing);
   resolve(lib, d.cuLaunchKernel, "cuLaunchKernel", nullptr, &missing);
   resolve(lib, d.cuLaunchKernelEx, "cuLaunchKernelEx", nullptr, &missing);
+  resolve(lib, d.cuOccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters", nullptr, &missing);
   resolve(lib, d.cuStreamBeginCapture, "cuStreamBeginCapture_v2", nullptr, &missing);
   resolve(lib, d.cuStreamEndCapture, "cuStreamEndCapture", nullptr, &missing);
   resolve(lib, d.cuGraphInstantiate, "cuGraphInstantiateWithFlags", nullptr, &missing);

@@ -180,6 +180,8 @@ struct Driver {
   CUresult (*cuMemFreeHost)(void *p);
   CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr *dptr, void *p, unsigned flags);  // _v2
   CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *config, CUfunction fn, void **params, void **extra);
+  // How many clusters of config's shape can be resident at once (CUDA 12.0, as cuLaunchKernelEx).
+  CUresult (*cuOccupancyMaxActiveClusters)(int *clusters, CUfunction fn, const CUlaunchConfig *config);
   CUresult (*cuLaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                              unsigned bz, unsigned shared_bytes, CUstream s, void **params, void **extra);
   // Virtual memory management (every driver we accept has it; CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED

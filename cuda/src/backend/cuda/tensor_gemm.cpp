@@ -70,6 +70,17 @@ TensorGemm::TensorGemm(Context &ctx, CUstream stream, bool pdl_mma, bool pdl_wgm
         check(d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, t.smem_bytes),
               std::string("cuFuncSetAttribute(vt_gemm_") + t.name + ")");
       fn_[i][o] = f;
+      // A persistent grid of pairs is as many clusters as fit at once (a pair needs two free SMs of one GPC).
+      if (f && t.multicast && o == 0) {
+        CUlaunchAttribute attr{};
+        attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attr.value.clusterDim = {2, 1, 1};
+        const CUlaunchConfig cfg{unsigned(2 * ctx.sm_count()), 1, 1, unsigned(t.threads), 1, 1, unsigned(t.smem_bytes),
+                                 stream, &attr, 1};
+        int clusters = 0;
+        resident_pairs_[i] = d.cuOccupancyMaxActiveClusters(&clusters, f, &cfg) == CUDA_SUCCESS && clusters > 0
+                                 ? clusters : ctx.sm_count() / 2;
+      }
       if (!f && !t.wgmma) mma_all = false;
       if (!f && t.wgmma) has_wgmma_ = false;
     }
@@ -163,7 +174,7 @@ void TensorGemm::run(CUstream s, CUdeviceptr x, int64_t M, int64_t K, CUdevicept
     const CUtensorMap tb = tensor_map(w, N, K, unsigned(t.multicast ? t.bn / 2 : tile_n));
     if (t.multicast) {  // persistent pairs: as many as the tile pairs, at most one block per SM
       const int64_t pairs = int64_t(tiles_n) * ((tiles_m + 1) / 2);
-      const unsigned grid = 2 * unsigned(std::min<int64_t>(pairs, ctx_.sm_count() / 2));
+      const unsigned grid = 2 * unsigned(std::min<int64_t>(pairs, resident_pairs_[choice.tile]));
       ctx_.launch_cluster(f, {grid}, 2u, {unsigned(t.threads)}, unsigned(t.smem_bytes), s,
                           pdl_wgmma_ && M <= kWgmmaPdlRows, ta, tb, bias, y, m, n, k, splits, ws, tickets);
       return;

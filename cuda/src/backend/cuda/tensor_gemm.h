@@ -89,6 +89,7 @@ class TensorGemm {
   bool available_ = false, has_wgmma_ = false;
   std::string reason_;
   CUfunction fn_[kTileCount][3] = {};  // [tile][Out]
+  int resident_pairs_[kTileCount] = {};  // multicast tiles: the clusters of 2 the GPU holds at once
   DeviceBuffer split_;                 // partials, then the tickets
 };
 
