@@ -425,7 +425,7 @@ void test_rope_then_attention(Env &env, cuda::Ops &ops) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Prefill attention on tensor cores (attention_prefill.cuh; bf16 activations, head_dim 64 and 128) against
+// Prefill attention on tensor cores (attention_prefill.cuh; bf16 activations, head_dim 64, 128 and 256) against
 // cpu::attention on the same bf16 values: paged caches with shuffled block tables and every slot outside the
 // batch's keys NaN, q optionally read from wider rows (as inside a fused qkv buffer) whose other columns are NaN,
 // a poisoned output with a guard. Also checks that prefill_tiles covers every row once, inside its sequence.
@@ -522,6 +522,21 @@ void test_attention_prefill(Env &env, cuda::Ops &ops) {
   test_attention_prefill_case(env, ops, 8, 2, 64, 32, ragged, 2 * 2 * 64, "ragged batch", true);
   test_attention_prefill_case(env, ops, 32, 8, 128, 16, {{512, 512}}, 0, "chunked prefill", true);
   if (!g_small) test_attention_prefill_case(env, ops, 32, 8, 128, 16, {{2048, 0}}, 0, "one sequence", true);
+
+  // head_dim 256 (Qwen3.5's gated attention: 24 q heads over 4 kv heads at 27B, 8 over 2 at 0.8B): Q in shared memory,
+  // 32-key tiles, so the key-tile boundaries fall at multiples of 32 here
+  if (!ops.has_attention_prefill(256)) {
+    record(false, "attention_prefill head_dim 256 available with bf16 activations", "has_attention_prefill(256) false");
+    return;
+  }
+  for (int32_t rows : {1, 31, 32, 33, 64, 65, 300})
+    test_attention_prefill_case(env, ops, 8, 2, 256, 16, {{rows, 0}}, 0, "one sequence, head_dim 256");
+  test_attention_prefill_case(env, ops, 24, 4, 256, 16, {{37, 100}}, 2 * 4 * 256, "chunked prefill, head_dim 256");
+  test_attention_prefill_case(env, ops, 8, 2, 256, 32, ragged, 0, "ragged batch, head_dim 256");
+  test_attention_prefill_case(env, ops, 8, 2, 256, 16, {{32, 31}, {31, 1}, {65, 64}, {1, 32}, {2, 62}}, 0,
+                              "tile boundaries, head_dim 256", true);
+  test_attention_prefill_case(env, ops, 24, 4, 256, 16, {{512, 512}}, 0, "chunked prefill, head_dim 256", true);
+  if (!g_small) test_attention_prefill_case(env, ops, 24, 4, 256, 16, {{2048, 0}}, 0, "one sequence, head_dim 256");
 }
 
 

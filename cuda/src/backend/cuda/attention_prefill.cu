@@ -1,6 +1,6 @@
 // Entry points of the prefill attention family (bf16 activations only):
 //   vt_attention_prefill_bf16_d<D>: grid (n_heads, n_tiles), block kPrefillThreads (128), dynamic shared memory
-//   prefill_smem_bytes(D) (above 48 KB for D = 128: the host raises the function's limit once).
+//   prefill_smem_bytes(D) (above 48 KB for D = 128 and 256: the host raises the function's limit once).
 #include "attention_prefill.cuh"
 
 using namespace vtk;
@@ -16,3 +16,4 @@ using namespace vtk;
 
 VT_ATTENTION_PREFILL(64)
 VT_ATTENTION_PREFILL(128)
+VT_ATTENTION_PREFILL(256)

@@ -1,12 +1,15 @@
 // Prefill attention on tensor cores, flash-attention-2 style: bf16 q and paged K/V cache, fp32 softmax and
 // accumulation, bf16 out, with the contract of cpu::attention (cpu_ops.h; attention.cuh restates it). Used for
-// head_dim 64 and 128 (template instances); other head dims and fp32 activations keep attention.cuh's kernel.
+// head_dim 64, 128 and 256 (template instances); other head dims and fp32 activations keep attention.cuh's kernel.
+// head_dim 256 (Qwen3.5's gated attention) would not fit the registers as the others run (a warp's Q fragments, 64
+// registers a thread, beside 128 of output): there Q stays in shared memory of its own and each key tile reads its
+// fragments again, and the key tiles are 32 keys (PrefillGeometry).
 //
 // Work split: the host cuts every sequence's query rows into tiles of at most kPrefillRows rows (never across
 // two sequences) and passes the list, int32 (seq, first row, rows) per tile (Ops::prefill_tiles). One CTA of
 // 4 warps runs one (tile, q head); warp w owns the tile's rows 16w .. 16w + 15 for the whole kernel, so the
 // softmax state of a row never leaves its warp. The CTA walks the keys 0 .. (position of its last row) in
-// tiles of kPrefillKeys, gathered from the paged cache through the block table with cp.async into shared
+// tiles of kKeys (64; 32 for head_dim 256), gathered from the paged cache through the block table with cp.async into shared
 // memory, two stages: tile j + 1 is in flight while tile j is computed. Keys past the tile's last position and
 // q rows past the tile's end are zero-filled, never read: the cache outside the batch's keys may hold anything
 // (NaN in the tests), and a zero V row times a zero probability stays 0 where NaN would not. Per key tile:
@@ -40,13 +43,22 @@
 namespace vtk {
 
 constexpr int kPrefillRows = 64;   // query rows per tile; Ops::kPrefillTileRows must match
-constexpr int kPrefillKeys = 64;   // keys per K/V tile
 constexpr int kPrefillWarps = 4;   // 16 query rows each
 constexpr int kPrefillThreads = kPrefillWarps * 32;
 
-// Dynamic shared memory: K and V, two stages each, of kPrefillKeys rows of D + 8 bf16 (Q sits in K's second
-// stage until the first tile has been read, the output in K's first stage at the end).
-constexpr int prefill_smem_bytes(int D) { return 4 * kPrefillKeys * (D + 8) * 2; }
+// Per head_dim: keys per K/V tile, and whether Q lives in shared memory for the whole kernel (head_dim 256) or
+// in registers after the first tile (Q then sits in K's second stage until it is read).
+template <int D>
+struct PrefillGeometry {
+  static constexpr bool kQShared = D > 128;
+  static constexpr int kKeys = kQShared ? 32 : 64;
+};
+
+// Dynamic shared memory: K and V, two stages each, of kKeys rows of D + 8 bf16, and Q's kPrefillRows rows where it
+// has its own (the output goes through K's stages at the end: 2 kKeys >= 64 rows). cuda_ops.cpp restates it.
+constexpr int prefill_smem_bytes(int D) {
+  return (4 * (D > 128 ? 32 : 64) + (D > 128 ? kPrefillRows : 0)) * (D + 8) * 2;
+}
 
 // 2^x; 2^-inf = +0, which is what masked keys and the first tile's rescale (m = -inf) rely on.
 __device__ __forceinline__ float exp2_approx(float x) {
@@ -66,25 +78,30 @@ __device__ __forceinline__ void attention_prefill_tile(const bf16 *__restrict__ 
                                                        const int32_t *__restrict__ block_tables, int max_blocks,
                                                        int block_size, int n_heads, int n_kv_heads, float scale_log2,
                                                        const int32_t *__restrict__ tiles, bf16 *__restrict__ out) {
+  using G = PrefillGeometry<D>;
+  constexpr int kKeys = G::kKeys;                      // keys per K/V tile
   constexpr int kStride = D + 8;                       // bf16 per shared-memory row
-  constexpr int kTile = kPrefillKeys * kStride;        // bf16 per stage of K or V
+  constexpr int kTile = kKeys * kStride;               // bf16 per stage of K or V
   constexpr int kChunks = D / 8;                       // 16-byte chunks per row
   constexpr int kRowsPerPass = kPrefillThreads / kChunks;
-  constexpr int kPasses = kPrefillKeys / kRowsPerPass;  // rows each thread copies per tile
-  static_assert(D % 16 == 0 && kPrefillThreads % kChunks == 0 && kPrefillKeys % kRowsPerPass == 0,
+  constexpr int kPasses = kKeys / kRowsPerPass;        // K / V rows each thread copies per tile
+  constexpr int kQPasses = kPrefillRows / kRowsPerPass;  // and Q rows, once
+  static_assert(D % 16 == 0 && kPrefillThreads % kChunks == 0 && kKeys % kRowsPerPass == 0,
                 "the copies cover whole rows");
-  static_assert(kPrefillRows == kPrefillKeys, "Q is staged in a K stage");
+  static_assert(G::kQShared || kPrefillRows == kKeys, "Q is staged in a K stage");
+  static_assert(2 * kKeys >= kPrefillRows, "the output rows fit K's two stages");
   extern __shared__ uint4 smem_raw[];
-  bf16 *const sk = reinterpret_cast<bf16 *>(smem_raw);  // [2][kPrefillKeys][kStride]
-  bf16 *const sv = sk + 2 * kTile;                      // [2][kPrefillKeys][kStride]
-  bf16 *const sq = sk + kTile;                          // Q, until the first tile has been read
+  bf16 *const sk = reinterpret_cast<bf16 *>(smem_raw);  // [2][kKeys][kStride]
+  bf16 *const sv = sk + 2 * kTile;                      // [2][kKeys][kStride]
+  // Q: its own rows after V's (head_dim 256), or K's second stage until the first tile has been read
+  bf16 *const sq = G::kQShared ? sv + 2 * kTile : sk + kTile;
 
   const int h = blockIdx.x;
   const int32_t *tile = tiles + 3 * int64_t(blockIdx.y);
   const int s = tile[0], row0 = tile[1], n_rows = tile[2];
   const int first = seq_pos0[s] + (row0 - seq_q_start[s]);  // position of the tile's first row
   const int n_keys = first + n_rows;                        // the last row sees keys 0 .. n_keys - 1
-  const int n_kt = (n_keys + kPrefillKeys - 1) / kPrefillKeys;
+  const int n_kt = (n_keys + kKeys - 1) / kKeys;
   const int kvh = h / (n_heads / n_kv_heads);
   const int32_t *table = block_tables + int64_t(s) * max_blocks;
   const int64_t slot_stride = int64_t(n_kv_heads) * D;
@@ -95,7 +112,7 @@ __device__ __forceinline__ void attention_prefill_tile(const bf16 *__restrict__ 
   const int c8 = (tid % kChunks) * 8, r_first = tid / kChunks;
 
 #pragma unroll
-  for (int u = 0; u < kPasses; ++u) {
+  for (int u = 0; u < kQPasses; ++u) {
     const int r = r_first + u * kRowsPerPass;
     bf16 *dst = sq + r * kStride + c8;
     if (r < n_rows)
@@ -104,7 +121,7 @@ __device__ __forceinline__ void attention_prefill_tile(const bf16 *__restrict__ 
       *reinterpret_cast<uint4 *>(dst) = make_uint4(0, 0, 0, 0);
   }
   auto load_kv = [&](int kt, int stage) {
-    const int kb = kt * kPrefillKeys;
+    const int kb = kt * kKeys;
 #pragma unroll
     for (int u = 0; u < kPasses; ++u) {
       const int r = r_first + u * kRowsPerPass, p = kb + r;
@@ -123,7 +140,8 @@ __device__ __forceinline__ void attention_prefill_tile(const bf16 *__restrict__ 
   load_kv(0, 0);
   cp_async_commit();
 
-  uint32_t qf[D / 16][4];  // this warp's 16 Q rows as A fragments, one per 16-dim chunk
+  // this warp's 16 Q rows as A fragments, one per 16-dim chunk (head_dim 256: read from shared memory per use)
+  uint32_t qf[G::kQShared ? 1 : D / 16][4];
   float o[D / 8][4];       // unnormalised output, C fragments, one per 8-dim tile
 #pragma unroll
   for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
@@ -132,11 +150,13 @@ __device__ __forceinline__ void attention_prefill_tile(const bf16 *__restrict__ 
   for (int kt = 0; kt < n_kt; ++kt) {
     cp_async_wait_all();  // tile kt (and at kt = 0 Q) has landed for this thread's copies...
     __syncthreads();      // ...and everyone's; every warp is also done with tile kt - 1's stage
-    if (kt == 0) {
+    if constexpr (!G::kQShared) {
+      if (kt == 0) {
 #pragma unroll
-      for (int kc = 0; kc < D / 16; ++kc)
-        ldmatrix_x4(qf[kc], smem_addr(sq + (16 * warp + (lane & 15)) * kStride + 16 * kc + (lane >> 4) * 8));
-      __syncthreads();  // Q's stage is tile 1's
+        for (int kc = 0; kc < D / 16; ++kc)
+          ldmatrix_x4(qf[kc], smem_addr(sq + (16 * warp + (lane & 15)) * kStride + 16 * kc + (lane >> 4) * 8));
+        __syncthreads();  // Q's stage is tile 1's
+      }
     }
     if (kt + 1 < n_kt) {
       load_kv(kt + 1, (kt + 1) & 1);
@@ -144,27 +164,31 @@ __device__ __forceinline__ void attention_prefill_tile(const bf16 *__restrict__ 
     }
     const bf16 *ks = sk + (kt & 1) * kTile, *vs = sv + (kt & 1) * kTile;
 
-    float sc[kPrefillKeys / 8][4];  // S for this warp's rows, one C fragment per 8 keys
+    float sc[kKeys / 8][4];  // S for this warp's rows, one C fragment per 8 keys
 #pragma unroll
-    for (int n = 0; n < kPrefillKeys / 8; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
+    for (int n = 0; n < kKeys / 8; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
 #pragma unroll
-    for (int kc = 0; kc < D / 16; ++kc)
+    for (int kc = 0; kc < D / 16; ++kc) {
+      if constexpr (G::kQShared)
+        ldmatrix_x4(qf[0], smem_addr(sq + (16 * warp + (lane & 15)) * kStride + 16 * kc + (lane >> 4) * 8));
+      const uint32_t(&a)[4] = qf[G::kQShared ? 0 : kc];
 #pragma unroll
-      for (int np = 0; np < kPrefillKeys / 16; ++np) {
+      for (int np = 0; np < kKeys / 16; ++np) {
         uint32_t b[4];  // keys 16np + (0-7 | 8-15) x dims 16kc + (0-7 | 8-15)
         ldmatrix_x4(b, smem_addr(ks + (16 * np + (lane & 7) + (lane >> 4) * 8) * kStride + 16 * kc +
                                  ((lane >> 3) & 1) * 8));
-        mma_bf16(sc[2 * np], qf[kc], b[0], b[1]);
-        mma_bf16(sc[2 * np + 1], qf[kc], b[2], b[3]);
+        mma_bf16(sc[2 * np], a, b[0], b[1]);
+        mma_bf16(sc[2 * np + 1], a, b[2], b[3]);
       }
+    }
 
-    const int kb = kt * kPrefillKeys;
-    if (kb + kPrefillKeys - 1 > first) {
+    const int kb = kt * kKeys;
+    if (kb + kKeys - 1 > first) {
       // Row r sees key p iff p <= first + r; lim is that bound relative to kb. Keys past n_keys (zero-filled)
       // always fall past it for the tile's real rows.
       const int lim0 = first - kb + 16 * warp + g, lim1 = lim0 + 8;
 #pragma unroll
-      for (int n = 0; n < kPrefillKeys / 8; ++n) {
+      for (int n = 0; n < kKeys / 8; ++n) {
         const int c = 8 * n + 2 * t;
         if (c > lim0) sc[n][0] = -INFINITY;
         if (c + 1 > lim0) sc[n][1] = -INFINITY;
@@ -175,11 +199,11 @@ __device__ __forceinline__ void attention_prefill_tile(const bf16 *__restrict__ 
 
     float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
-    for (int n = 0; n < kPrefillKeys / 8; ++n) {
+    for (int n = 0; n < kKeys / 8; ++n) {
       mx0 = fmaxf(mx0, fmaxf(sc[n][0], sc[n][1]));
       mx1 = fmaxf(mx1, fmaxf(sc[n][2], sc[n][3]));
     }
-    // The 4 lanes of a quad hold one row's 64 scores.
+    // The 4 lanes of a quad hold one row's kKeys scores.
     mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
     mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
     mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
@@ -189,7 +213,7 @@ __device__ __forceinline__ void attention_prefill_tile(const bf16 *__restrict__ 
     m0 = mn0, m1 = mn1;
     float rs0 = 0.f, rs1 = 0.f;
 #pragma unroll
-    for (int n = 0; n < kPrefillKeys / 8; ++n) {
+    for (int n = 0; n < kKeys / 8; ++n) {
       sc[n][0] = exp2_approx(fmaf(sc[n][0], scale_log2, -mn0));
       sc[n][1] = exp2_approx(fmaf(sc[n][1], scale_log2, -mn0));
       sc[n][2] = exp2_approx(fmaf(sc[n][2], scale_log2, -mn1));
@@ -203,7 +227,7 @@ __device__ __forceinline__ void attention_prefill_tile(const bf16 *__restrict__ 
     for (int i = 0; i < D / 8; ++i) o[i][0] *= alpha0, o[i][1] *= alpha0, o[i][2] *= alpha1, o[i][3] *= alpha1;
 
 #pragma unroll
-    for (int kc = 0; kc < kPrefillKeys / 16; ++kc) {
+    for (int kc = 0; kc < kKeys / 16; ++kc) {
       const uint32_t pa[4] = {bf16x2_from_f32(sc[2 * kc][0], sc[2 * kc][1]), bf16x2_from_f32(sc[2 * kc][2], sc[2 * kc][3]),
                               bf16x2_from_f32(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
                               bf16x2_from_f32(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};

@@ -37,8 +37,14 @@ constexpr unsigned kGemvThreads = 256;
 Dim3 gemv_grid(const Context &, int64_t units) { return {unsigned((units + 7) / 8)}; }
 int gemv_chunk_log2(int64_t rows_left) { return rows_left >= 8 ? 3 : rows_left >= 4 ? 2 : rows_left >= 2 ? 1 : 0; }
 
-// attention_prefill.cuh's prefill_smem_bytes: K and V, two stages, kPrefillTileRows rows of head_dim + 8 bf16.
-unsigned prefill_smem_bytes(int32_t head_dim) { return unsigned(4 * Ops::kPrefillTileRows * (head_dim + 8) * 2); }
+// attention_prefill.cuh's prefill_smem_bytes: K and V, two stages of 64 keys (32 for head_dim 256) of head_dim + 8
+// bf16, and for head_dim 256 Q's own kPrefillTileRows rows.
+unsigned prefill_smem_bytes(int32_t head_dim) {
+  const int32_t keys = head_dim > 128 ? 32 : 64, q_rows = head_dim > 128 ? Ops::kPrefillTileRows : 0;
+  return unsigned((4 * keys + q_rows) * (head_dim + 8) * 2);
+}
+// attention_prefill_[i]'s head_dim
+constexpr int32_t kPrefillHeadDims[3] = {64, 128, 256};
 
 }  // namespace
 
@@ -116,9 +122,13 @@ Ops::Ops(Context &ctx, Act act, const CudaOpsTuning &tuning) : ctx_(ctx), act_(a
     for (int i = 0; i < 3; ++i)
       attention_split_cluster_[i] =
           ctx.find_function("vt_attention_split_bf16_mma_hd" + std::to_string(64 << i) + "_cluster");
+  int smem_optin = 0;
+  check(driver().cuDeviceGetAttribute(&smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, ctx.device()),
+        "cuDeviceGetAttribute(shared memory per block)");
   if (act == Act::BF16)
-    for (int i = 0; i < 2; ++i) {
-      const int32_t hd = 64 << i;
+    for (int i = 0; i < 3; ++i) {
+      const int32_t hd = kPrefillHeadDims[i];
+      if (int(prefill_smem_bytes(hd)) > smem_optin) continue;  // (head_dim 256 needs 99 KiB: every target has it)
       attention_prefill_[i] = ctx.function("vt_attention_prefill_bf16_d" + std::to_string(hd));
       // above the default 48 KB for head_dim 128; set once here, never during a graph capture
       check(driver().cuFuncSetAttribute(attention_prefill_[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -590,7 +600,9 @@ int32_t Ops::prefill_tiles(const int32_t *seq_q_start_host, int32_t n_seqs, std:
 }
 
 bool Ops::has_attention_prefill(int32_t head_dim) const {
-  return act_ == Act::BF16 && (head_dim == 64 || head_dim == 128);
+  for (int i = 0; i < 3; ++i)
+    if (head_dim == kPrefillHeadDims[i]) return act_ == Act::BF16 && attention_prefill_[i];
+  return false;
 }
 
 void Ops::attention_prefill(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUdeviceptr k_cache,
@@ -606,7 +618,7 @@ void Ops::attention_prefill(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUd
           "attention_prefill shape");
   if (T == 0 || n_tiles == 0) return;
   const float scale_log2 = scale * 1.4426950408889634f;  // exp(x) = 2^(x log2 e): the kernel uses exp2
-  ctx_.launch(attention_prefill_[head_dim == 64 ? 0 : 1], {unsigned(n_heads), unsigned(n_tiles)}, {128},
+  ctx_.launch(attention_prefill_[head_dim == 64 ? 0 : head_dim == 128 ? 1 : 2], {unsigned(n_heads), unsigned(n_tiles)}, {128},
               prefill_smem_bytes(head_dim), s, q, stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0,
               b.block_tables, b.max_blocks_per_seq, b.block_size, n_heads, n_kv_heads, scale_log2, tiles, out);
 }

@@ -255,7 +255,7 @@ class Ops {
                         size_t workspace_bytes, CUdeviceptr out);
 
   // Prefill attention on tensor cores (attention_prefill.cuh): attention()'s contract and arguments, for bf16
-  // activations and head_dim 64 or 128 only (has_attention_prefill; else call attention()). q rows are
+  // activations and head_dim 64, 128 or 256 only (has_attention_prefill; else call attention()). q rows are
   // q_row_stride elements apart (0: n_heads * head_dim; a multiple of 8, e.g. q inside a fused qkv buffer);
   // q, the caches and out 16-byte aligned; scale > 0. The work is a list of query-row tiles, never spanning two
   // sequences: tiles(n_tiles, 3) int32 on the device, (seq, first row, rows), as prefill_tiles builds it for
@@ -297,7 +297,7 @@ class Ops {
   CUfunction attention_split_[2];           // split-K on CUDA cores: head_dim <= 128, <= 256
   CUfunction attention_split_mma_[3] = {};  // split-K on tensor cores, bf16 activations only: head_dim 64, 128, 256
   CUfunction attention_split_cluster_[3] = {};  // the same, the splits one cluster (sm_90+, few rows)
-  CUfunction attention_prefill_[2] = {};  // bf16 activations only: head_dim 64, 128
+  CUfunction attention_prefill_[3] = {};  // bf16 activations only: head_dim 64, 128, 256
   CUfunction rope_store_, argmax_, sample_, penalties_, top_logprobs_;
   CUfunction argmax_parts_ = nullptr;  // sm_90+: a row over a cluster of kArgmaxParts blocks
   static constexpr unsigned kArgmaxParts = 8;  // sample.cuh's
