@@ -122,20 +122,30 @@ function qwen3Plan(cfg) {
   return {
     arch: 'qwen3',
     tensor: (hf) => ({ name: ggufName(hf) }),
-    kvs: [
-      ['qwen3.block_count', T.U32, cfg.num_hidden_layers],
-      ['qwen3.context_length', T.U32, cfg.max_position_embeddings],
-      ['qwen3.embedding_length', T.U32, H],
-      ['qwen3.feed_forward_length', T.U32, cfg.intermediate_size],
-      ['qwen3.attention.head_count', T.U32, heads],
-      ['qwen3.attention.head_count_kv', T.U32, cfg.num_key_value_heads],
-      ['qwen3.attention.key_length', T.U32, D],
-      ['qwen3.attention.value_length', T.U32, D],
-      ['qwen3.rope.dimension_count', T.U32, D],
-      ['qwen3.rope.freq_base', T.F32, cfg.rope_theta],
-      ['qwen3.attention.layer_norm_rms_epsilon', T.F32, cfg.rms_norm_eps],
-    ],
+    kvs: decoderKvs('qwen3', cfg,
+      { layers: cfg.num_hidden_layers, hidden: H, heads, headDim: D, rotary: D, theta: cfg.rope_theta }),
   };
+}
+
+/**
+ * The decoder keys both architectures write, in llama.cpp's order, with `extra` (rope sections) after the
+ * rotary dims: block count, context, widths, heads, head dims, RoPE, the RMSNorm epsilon.
+ */
+function decoderKvs(arch, cfg, { layers, hidden, heads, headDim, rotary, theta, extra = [] }) {
+  return [
+    [`${arch}.block_count`, T.U32, layers],
+    [`${arch}.context_length`, T.U32, cfg.max_position_embeddings],
+    [`${arch}.embedding_length`, T.U32, hidden],
+    [`${arch}.feed_forward_length`, T.U32, cfg.intermediate_size],
+    [`${arch}.attention.head_count`, T.U32, heads],
+    [`${arch}.attention.head_count_kv`, T.U32, cfg.num_key_value_heads],
+    [`${arch}.attention.key_length`, T.U32, headDim],
+    [`${arch}.attention.value_length`, T.U32, headDim],
+    [`${arch}.rope.dimension_count`, T.U32, rotary],
+    ...extra,
+    [`${arch}.rope.freq_base`, T.F32, theta],
+    [`${arch}.attention.layer_norm_rms_epsilon`, T.F32, cfg.rms_norm_eps],
+  ];
 }
 
 /**
@@ -233,18 +243,8 @@ function qwen35Plan(cfg) {
     arch: 'qwen35',
     tensor,
     kvs: [
-      ['qwen35.block_count', T.U32, L],
-      ['qwen35.context_length', T.U32, cfg.max_position_embeddings],
-      ['qwen35.embedding_length', T.U32, H],
-      ['qwen35.feed_forward_length', T.U32, cfg.intermediate_size],
-      ['qwen35.attention.head_count', T.U32, heads],
-      ['qwen35.attention.head_count_kv', T.U32, cfg.num_key_value_heads],
-      ['qwen35.attention.key_length', T.U32, D],
-      ['qwen35.attention.value_length', T.U32, D],
-      ['qwen35.rope.dimension_count', T.U32, rot],
-      ['qwen35.rope.dimension_sections', T.ARRAY, [T.I32, sections]],
-      ['qwen35.rope.freq_base', T.F32, theta],
-      ['qwen35.attention.layer_norm_rms_epsilon', T.F32, cfg.rms_norm_eps],
+      ...decoderKvs('qwen35', cfg, { layers: L, hidden: H, heads, headDim: D, rotary: rot, theta,
+        extra: [['qwen35.rope.dimension_sections', T.ARRAY, [T.I32, sections]]] }),
       ['qwen35.ssm.conv_kernel', T.U32, cfg.linear_conv_kernel_dim],
       ['qwen35.ssm.state_size', T.U32, Dk],
       ['qwen35.ssm.group_count', T.U32, nk],
