@@ -14,14 +14,14 @@
 // leading greedy tokens of the warm-up decode (16-token prompt) on which the two agree (bf16 rounding can flip a
 // near-tie; bench/peer-check.mjs compares the logits themselves).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { Engine } from '../dist/index.js';
-import { writeRandomCheckpoint } from '../scripts/random-checkpoint.mjs';
+import { benchCheckpoint, median } from './workload.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const { values } = parseArgs({
@@ -36,15 +36,9 @@ const { values } = parseArgs({
 });
 if (values.peer !== undefined && values.peer !== 'llama-cpp') throw new Error(`--peer: only llama-cpp is known, not ${values.peer}`);
 const threads = Number(values.threads), runs = Number(values.runs), newTokens = Number(values.tokens);
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 // 1. The checkpoint.
-const dir = join(root, 'bench/checkpoints', `${values.shape}-bf16`);
-if (!existsSync(join(dir, 'model.safetensors'))) {
-  mkdirSync(dir, { recursive: true });
-  console.error(`making ${dir} (random weights)...`);
-  writeRandomCheckpoint(dir, values.shape, { dtype: 'bfloat16' });
-}
+const dir = benchCheckpoint(values.shape);
 
 // 2. Memory read bandwidth, measured now, on the same threads.
 const cache = join(root, 'bench/.cache');

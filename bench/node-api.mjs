@@ -19,7 +19,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
-import { Engine, packageDir } from './package.mjs';
+import { Engine, servedBy } from './package.mjs';
 import { ensureTokenizer, kNew, kPrompt, loadDecodeEngine, median, promptIds } from './workload.mjs';
 
 const { values: opt } = parseArgs({
@@ -53,10 +53,9 @@ const engine = await loadDecodeEngine(Engine, opt.model, {
 {
   // Which binary served, whether cuBLASLt was there to find, and what the idle engine holds right after the load
   // (issue 30: no more device memory than weights + workspaces + the pool's first chunk).
-  const info = Engine.systemInfo(), mem = await engine.memory(), e = mem.engine, mib = (b) => (b / 2 ** 20).toFixed(0);
+  const mem = await engine.memory(), e = mem.engine, mib = (b) => (b / 2 ** 20).toFixed(0);
   const gpu = mem.gpu?.devices?.[0];
-  console.log(`vtengine from ${packageDir}: ${info.binary.kind} ${info.binary.path}; cuBLASLt ` +
-    `${info.cuda.cublasLt.found ? `found (${info.cuda.cublasLt.path})` : 'not found'}`);
+  console.log(servedBy());
   console.log(`idle after load: engine ${mib(e.totalBytes)} MiB (weights ${mib(e.weights.deviceBytes)}, KV pool ` +
     `${mib(e.kvCache.bytes)} in ${e.kvCache.blocksMapped} of ${e.kvCache.blocksTotal} blocks mapped, workspaces ` +
     `${mib(e.workspaceBytes)}, graphs ${e.graphs.bytes === null ? '?' : mib(e.graphs.bytes)}); this process on the GPU ` +

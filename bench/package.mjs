@@ -10,3 +10,10 @@ const from = (file) => (dir ? pathToFileURL(join(dir, 'dist', file)).href : new 
 export const { Engine } = await import(from('index.js'));
 export const { createServer } = await import(from('server/index.js'));
 export const packageDir = dir ?? 'this checkout (dist/)';
+
+/** One line: which package and binary serve, and whether cuBLASLt was there to find. */
+export function servedBy() {
+  const info = Engine.systemInfo();
+  return `vtengine from ${packageDir}: ${info.binary.kind} ${info.binary.path}; cuBLASLt ` +
+    `${info.cuda.cublasLt.found ? `found (${info.cuda.cublasLt.path})` : 'not found'}`;
+}

@@ -16,17 +16,13 @@
 //
 //   node bench/peer-check.mjs --shape tiny-qwen3.5 [--prompts 5,40,300] [--tokens 12] [--type bf16|f16|f32]
 //       [--peer-version 3.22.1] [--threads 2]           (checkpoint: bench/checkpoints/SHAPE-bf16, made on first use)
-import { existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { Engine } from '../dist/index.js';
-import { writeRandomCheckpoint } from '../scripts/random-checkpoint.mjs';
 import { convertToGguf } from './gguf.mjs';
 import { PEER_NAME, PEER_VERSION, getCpuLlama, loadPeer } from './peer-llama-cpp.mjs';
+import { benchCheckpoint } from './workload.mjs';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 const { values } = parseArgs({
   options: {
     shape: { type: 'string', default: 'tiny-qwen3.5' },
@@ -41,12 +37,7 @@ const threads = Number(values.threads), newTokens = Number(values.tokens);
 const lengths = values.prompts.split(',').map(Number);
 const TOP = 5;
 
-const dir = join(root, 'bench/checkpoints', `${values.shape}-bf16`);
-if (!existsSync(join(dir, 'model.safetensors'))) {
-  mkdirSync(dir, { recursive: true });
-  console.error(`making ${dir} (random weights)...`);
-  writeRandomCheckpoint(dir, values.shape, { dtype: 'bfloat16' });
-}
+const dir = benchCheckpoint(values.shape);
 const ggufPath = `${dir}-${values.type}.gguf`;
 convertToGguf(dir, ggufPath, { type: values.type });
 

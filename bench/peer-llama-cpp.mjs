@@ -21,6 +21,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { convertToGguf } from './gguf.mjs';
+import { median } from './workload.mjs';
 
 export const PEER_NAME = 'node-llama-cpp';
 export const PEER_VERSION = '3.22.1';
@@ -65,7 +66,6 @@ async function main() {
   });
   const threads = Number(values.threads), runs = Number(values.runs), newTokens = Number(values.tokens);
   const version = values['peer-version'];
-  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
   // 1. The package, from the npm registry, into a git-ignored folder.
   const peer = await loadPeer(version);

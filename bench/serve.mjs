@@ -26,7 +26,7 @@ import { fork } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
-import { createServer, Engine, packageDir } from './package.mjs';
+import { createServer, Engine, servedBy } from './package.mjs';
 import { medianOfRuns, summarize } from './serve-stats.mjs';
 import { ensureTokenizer, kPrompt, loadDecodeEngine, promptIds } from './workload.mjs';
 
@@ -58,11 +58,7 @@ const engine = await loadDecodeEngine(Engine, opt.model, {
   defaults: opt.defaults,
   newTokens: kNew,
 });
-{
-  const info = Engine.systemInfo();
-  console.log(`vtengine from ${packageDir}: ${info.binary.kind} ${info.binary.path}; cuBLASLt ` +
-    `${info.cuda.cublasLt.found ? `found (${info.cuda.cublasLt.path})` : 'not found'}`);
-}
+console.log(servedBy());
 
 const prompts = Array.from({ length: Math.max(...batches) }, (_, r) => promptIds(r, kPrompt, engine.modelInfo.vocabSize));
 

@@ -1,8 +1,11 @@
 // What the Node benchmarks share: bench_cuda_engine's decode workload (its splitmix64 prompt ids and its engine
 // setup, so that the Node figures and the C ABI's compare), other streams of the same ids, a checkpoint's
-// tokenizer where a random bench checkpoint has none, and the median.
-import { copyFileSync, existsSync } from 'node:fs';
+// tokenizer where a random bench checkpoint has none, the median, and the CPU benchmarks' random checkpoints.
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { writeRandomCheckpoint } from '../scripts/random-checkpoint.mjs';
 
 /** bench/cuda-engine.cpp's kPrompt, kNew and kSeed. */
 export const kPrompt = 128, kNew = 256;
@@ -26,6 +29,20 @@ export const streamIds = (stream, n, vocab = Infinity) =>
   Array.from({ length: n }, (_, i) => below(splitmix64((BigInt(stream) << 32n) + BigInt(i)), vocab));
 
 export const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
+
+/**
+ * The CPU benchmarks' checkpoint of a shape (scripts/random-checkpoint.mjs): bench/checkpoints/SHAPE-bf16, random
+ * bf16 weights, made on first use and kept (git-ignored). Returns its folder.
+ */
+export function benchCheckpoint(shape) {
+  const dir = fileURLToPath(new URL(`./checkpoints/${shape}-bf16`, import.meta.url));
+  if (!existsSync(join(dir, 'model.safetensors'))) {
+    mkdirSync(dir, { recursive: true });
+    console.error(`making ${dir} (random weights)...`);
+    writeRandomCheckpoint(dir, shape, { dtype: 'bfloat16' });
+  }
+  return dir;
+}
 
 /**
  * Streams that carry text need a tokenizer; bench checkpoints are random weights without one (their ids are below

@@ -20,7 +20,7 @@ mkdir -p "$out"
 ckpt=${VT_BENCH_DIR:-/tmp/vt-bench}/$shape-bf16
 bin=$root/.gpu-out/bench_cuda_engine
 [ -x "$bin" ] || { echo "gpu-prefill-profile: $bin missing: run 'scripts/gpu-check.sh prepare' on the build machine"; exit 1; }
-ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+ncu=$(find_ncu)
 [ -n "$ncu" ] || { echo "gpu-prefill-profile: ncu not found"; exit 1; }
 bench_checkpoint "$shape" "$ckpt" "$out/checkpoint.log" 300 || exit 1
 for arm in ours cublaslt; do

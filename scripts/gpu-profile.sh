@@ -24,7 +24,7 @@ mkdir -p "$out"
 ckpt=${VT_BENCH_DIR:-/tmp/vt-bench}/$shape-bf16
 bin=$root/.gpu-out/bench_cuda_engine
 [ -x "$bin" ] || { echo "gpu-profile: $bin missing: run 'scripts/gpu-check.sh prepare' on the build machine"; exit 1; }
-ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+ncu=$(find_ncu)
 [ -n "$ncu" ] || { echo "gpu-profile: ncu not found"; exit 1; }
 bench_checkpoint "$shape" "$ckpt" "$out/checkpoint.log" 150 || exit 1
 

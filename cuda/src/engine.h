@@ -123,8 +123,8 @@ class Engine {
   // grows and trims; -1: the decoder does not say (resident = reserved on a fixed device pool, mincore on the CPU).
   std::atomic<int32_t> blocks_mapped_{0};
   std::atomic<int64_t> kv_resident_{-1};
-  std::atomic<int64_t> slot_resident_{-1};
-  std::atomic<int32_t> slots_mapped_{0}, slots_held_{0};  // the state slots, as the step thread last left them  // of kv_resident_, the state slots' (-1: state_slot_bytes_)
+  std::atomic<int64_t> slot_resident_{-1};  // of kv_resident_, the state slots' (-1: state_slot_bytes_)
+  std::atomic<int32_t> slots_mapped_{0}, slots_held_{0};  // the state slots, as the step thread last left them
   SamplerScratch sampler_scratch_;
   std::vector<int32_t> counts_scratch_;
   std::thread thread_;

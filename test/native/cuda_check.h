@@ -171,6 +171,21 @@ inline double accumulation_floor(double terms_rms, int64_t K, double tol) {
   return 2 * std::sqrt(double(K)) * 0x1p-24 * terms_rms / tol;
 }
 
+// silu(g) * u's sensitivity to the rounding of its two sums, |silu'(g) u| Tg + |silu(g)| Tu (Tg, Tu: the l2 norms of
+// the gate's and up's terms), as the rms over M x I outputs: close()'s accumulation_floor for SwiGLU. gu(M, 2I): the
+// gate|up sums; term_norm(m, j): the l2 norm of the terms of row m's sum j (j < 2I).
+template <class Sums, class TermNorm>
+double swiglu_sensitivity_rms(const Sums &gu, int64_t M, int64_t I, TermNorm term_norm) {
+  double fss = 0;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t i = 0; i < I; ++i) {
+      const double g = gu[size_t(m * 2 * I + i)], u = gu[size_t(m * 2 * I + I + i)], sig = 1 / (1 + std::exp(-g));
+      const double f = std::fabs(sig * (1 + g * (1 - sig)) * u) * term_norm(m, i) + std::fabs(g * sig) * term_norm(m, I + i);
+      fss += f * f;
+    }
+  return M * I ? std::sqrt(fss / double(M * I)) : 0;
+}
+
 // The rms over M x N outputs of the l2 norm of each dot product's terms x[m][k] * w[n][k] (w bf16, row n of N).
 inline double dot_terms_rms(const float *x, int64_t M, int64_t K, const std::vector<uint16_t> &w, int64_t N) {
   double total = 0;

@@ -161,16 +161,9 @@ void test_gemv_fused(Env &env, cuda::Ops &ops) {
                  // silu(g) * u's sensitivity to its sums' rounding, |silu'(g) u| Tg + |silu(g)| Tu (Tg, Tu: the l2
                  // norms of the gate's and up's terms), as the rms over the outputs.
                  const auto terms = cpu_scaled_product(res, xw, M, K, w, 2 * I, eps, true);
-                 double fss = 0;
-                 for (int64_t m = 0; m < M; ++m)
-                   for (int64_t i = 0; i < I; ++i) {
-                     const size_t gi = size_t(m * 2 * I + i), ui = gi + size_t(I);
-                     const double g = gu[gi], sig = 1 / (1 + std::exp(-g));
-                     const double f = std::fabs(sig * (1 + g * (1 - sig)) * gu[ui]) * terms[gi] +
-                                      std::fabs(g * sig) * terms[ui];
-                     fss += f * f;
-                   }
-                 const double f_rms = std::sqrt(fss / double(M * I));
+                 const double f_rms = swiglu_sensitivity_rms(gu, M, I, [&](int64_t m, int64_t j) {
+                   return terms[size_t(m * 2 * I + j)];
+                 });
                  if (!close(got, ref, tol_for(act), guard, &why, accumulation_floor(f_rms, K, tol_for(act)))) return false;
                  // The separate kernels round the normed input after the 1 / rms scale, these before it: the
                  // gate and up sums differ by that rounding (~2^-9 of a sum in bf16), and where the gate is near

@@ -43,8 +43,13 @@ unsigned prefill_smem_bytes(int32_t head_dim) {
   const int32_t keys = head_dim > 128 ? 32 : 64, q_rows = head_dim > 128 ? Ops::kPrefillTileRows : 0;
   return unsigned((4 * keys + q_rows) * (head_dim + 8) * 2);
 }
-// attention_prefill_[i]'s head_dim
+// attention_prefill_[i]'s head_dim, and the i of a head_dim (-1: none)
 constexpr int32_t kPrefillHeadDims[3] = {64, 128, 256};
+int prefill_index(int32_t head_dim) {
+  for (int i = 0; i < 3; ++i)
+    if (head_dim == kPrefillHeadDims[i]) return i;
+  return -1;
+}
 
 }  // namespace
 
@@ -600,9 +605,8 @@ int32_t Ops::prefill_tiles(const int32_t *seq_q_start_host, int32_t n_seqs, std:
 }
 
 bool Ops::has_attention_prefill(int32_t head_dim) const {
-  for (int i = 0; i < 3; ++i)
-    if (head_dim == kPrefillHeadDims[i]) return act_ == Act::BF16 && attention_prefill_[i];
-  return false;
+  const int i = prefill_index(head_dim);
+  return act_ == Act::BF16 && i >= 0 && attention_prefill_[i];
 }
 
 void Ops::attention_prefill(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUdeviceptr k_cache,
@@ -618,7 +622,7 @@ void Ops::attention_prefill(CUstream s, CUdeviceptr q, int64_t q_row_stride, CUd
           "attention_prefill shape");
   if (T == 0 || n_tiles == 0) return;
   const float scale_log2 = scale * 1.4426950408889634f;  // exp(x) = 2^(x log2 e): the kernel uses exp2
-  ctx_.launch(attention_prefill_[head_dim == 64 ? 0 : head_dim == 128 ? 1 : 2], {unsigned(n_heads), unsigned(n_tiles)}, {128},
+  ctx_.launch(attention_prefill_[prefill_index(head_dim)], {unsigned(n_heads), unsigned(n_tiles)}, {128},
               prefill_smem_bytes(head_dim), s, q, stride, k_cache, v_cache, b.seq_q_start, b.seq_pos0,
               b.block_tables, b.max_blocks_per_seq, b.block_size, n_heads, n_kv_heads, scale_log2, tiles, out);
 }
